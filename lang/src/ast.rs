@@ -1,0 +1,373 @@
+//! The abstract syntax tree. Every node carries the [`Span`] of its source.
+//!
+//! The AST is what the parser produces and nothing more: names are strings,
+//! types are unchecked. Resolution and type checking turn it into Tile IR.
+
+use crate::span::Span;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// `a`, `math::gelu`, `std::nn::softmax_rows`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Path {
+    pub segments: Vec<Ident>,
+    pub span: Span,
+}
+
+impl Path {
+    pub fn last(&self) -> &Ident {
+        &self.segments[self.segments.len() - 1]
+    }
+    pub fn to_string_path(&self) -> String {
+        self.segments
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join("::")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Module {
+    pub docs: Vec<String>,
+    pub items: Vec<Item>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Use(UseDecl),
+    Const(ConstDecl),
+    Fn(FnDecl),
+    Kernel(KernelDecl),
+}
+
+/// `use std::nn;` or `use std::nn::{gelu, silu};`
+#[derive(Debug, Clone, PartialEq)]
+pub struct UseDecl {
+    pub path: Path,
+    pub names: Option<Vec<Ident>>,
+    pub span: Span,
+}
+
+/// `const LANES = 128;`
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub value: Expr,
+    pub span: Span,
+}
+
+/// `fn name<T, R>(x: T[R, 128], y) -> T[R, 128] { ... }`
+#[derive(Debug, Clone, PartialEq)]
+pub struct FnDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub generics: Vec<Ident>,
+    pub params: Vec<FnParam>,
+    pub ret: Option<TypeExpr>,
+    pub body: Block,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FnParam {
+    pub name: Ident,
+    pub ty: Option<TypeExpr>,
+    pub span: Span,
+}
+
+/// A value type written in source: `f32`, `T`, `bf16[8, 128]`, `T[R, ..]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeExpr {
+    pub dtype: Ident,
+    pub shape: Option<Vec<DimExpr>>,
+    pub span: Span,
+}
+
+/// One dimension in a type pattern: an expression, or `..` for "any dims".
+#[derive(Debug, Clone, PartialEq)]
+pub enum DimExpr {
+    Expr(Expr),
+    Rest(Span),
+}
+
+/// A kernel: compile-time parameters, operands, grid, scratch, body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub params: Vec<KernelParam>,
+    pub inputs: Vec<OperandDecl>,
+    pub outputs: Vec<OperandDecl>,
+    pub clauses: Vec<Clause>,
+    pub body: Block,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelParam {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub kind: ParamKind,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Int,
+    Dtype,
+}
+
+/// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperandDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub dtype: Ident,
+    pub dims: Vec<Expr>,
+    pub placement: Placement,
+    pub aliases: Option<Ident>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// Blocked: a window of `dims` moved into `space` (VMEM unless said) per
+    /// grid step, at the block index `index_map` computes.
+    Block {
+        dims: Vec<BlockDim>,
+        index_map: Vec<Expr>,
+        space: Option<(MemSpace, Span)>,
+        span: Span,
+    },
+    /// The whole array, in one memory space, for the whole grid.
+    Whole { space: MemSpace, span: Span },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockDim {
+    /// `_`: a block of size 1 whose dimension is dropped from the kernel's ref.
+    Squeezed(Span),
+    Size(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemSpace {
+    Vmem,
+    Smem,
+    Any,
+}
+
+impl MemSpace {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemSpace::Vmem => "vmem",
+            MemSpace::Smem => "smem",
+            MemSpace::Any => "any",
+        }
+    }
+}
+
+/// The clauses between a kernel's signature and its body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Clause {
+    Grid(Vec<GridDim>, Span),
+    Prefetch(Vec<PrefetchDecl>, Span),
+    Scratch(Vec<ScratchDecl>, Span),
+    VmemLimit(Expr, Span),
+}
+
+/// `i in M / bm parallel`
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridDim {
+    pub name: Ident,
+    pub extent: Expr,
+    pub semantics: Semantics,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Semantics {
+    Parallel,
+    Arbitrary,
+}
+
+/// `ids: i32[G]`: a scalar-prefetch operand, copied to SMEM before the grid runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefetchDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub dtype: Ident,
+    pub dims: Vec<Expr>,
+    pub span: Span,
+}
+
+/// `acc: vmem f32[bm, bn]`, `sem: dma_sem[2]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScratchDecl {
+    pub docs: Vec<String>,
+    pub name: Ident,
+    pub kind: ScratchKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScratchKind {
+    Buffer {
+        space: MemSpace,
+        dtype: Ident,
+        dims: Vec<Expr>,
+    },
+    DmaSem {
+        dims: Vec<Expr>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub tail: Option<Box<Expr>>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    Let {
+        name: Ident,
+        mutable: bool,
+        ty: Option<TypeExpr>,
+        value: Expr,
+        span: Span,
+    },
+    Assign {
+        target: Expr,
+        op: AssignOp,
+        value: Expr,
+        span: Span,
+    },
+    Expr(Expr),
+    For {
+        var: Ident,
+        lo: Expr,
+        hi: Expr,
+        step: Option<Expr>,
+        body: Block,
+        span: Span,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+        span: Span,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignOp {
+    Set,
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprKind {
+    Int(u64),
+    Float(f64),
+    Bool(bool),
+    Name(Path),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Cast(Box<Expr>, Ident),
+    Call(Path, Vec<Arg>),
+    Index(Box<Expr>, Vec<Index>),
+    List(Vec<Expr>),
+    If(Box<Expr>, Block, Option<Box<Expr>>),
+    Block(Block),
+    /// A syntax error the parser recovered from; checking skips it.
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+}
+
+/// One index of a ref or value subscript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Index {
+    /// `:` the whole dimension.
+    Full(Span),
+    /// `..` all remaining dimensions.
+    Rest(Span),
+    /// `a..b` a static range.
+    Range(Expr, Expr, Span),
+    /// A scalar index (drops the dimension) or `ds(start, size)`.
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Every front-end diagnostic code with its long explanation.
+//!
+//! invariant: codes are unique and never reused for a different rule; a
+//! retired code keeps its entry.
+
+use super::Explanation;
+
+macro_rules! codes {
+    ($( $name:ident = $code:literal $title:literal {
+        what: $what:literal,
+        why: $why:literal,
+        example: $ex:literal $(,)?
+    } )*) => {
+        $( pub static $name: Explanation = Explanation {
+            code: $code, title: $title, what: $what, why: $why, example: $ex,
+        }; )*
+        /// All front-end codes, in order.
+        pub static ALL: &[&Explanation] = &[ $( &$name ),* ];
+    };
+}
+
+codes! {
+    INVALID_CHARACTER = "PK0001" "invalid-character" {
+        what: "The source contains characters that are not part of any pk token.",
+        why: "pk source is made of identifiers, numbers, operators and comments; anything else (stray symbols, binary data) cannot be read.",
+        example: "let x = a @ b;   // error: `@` is not an operator\nlet x = dot(a, b);",
+    }
+    UNTERMINATED_COMMENT = "PK0002" "unterminated-comment" {
+        what: "A block comment `/* ...` is never closed.",
+        why: "Block comments nest, so each `/*` needs its own `*/`; otherwise the rest of the file would silently become a comment.",
+        example: "/* outer /* inner */   // error: outer is still open\n/* outer /* inner */ */",
+    }
+    UNEXPECTED_TOKEN = "PK0003" "unexpected-token" {
+        what: "The parser found a token where the grammar does not allow it.",
+        why: "The label lists what the grammar accepts at that point.",
+        example: "let x = 1   // error: missing `;`\nlet x = 1;",
+    }
+    UNEXPECTED_EOF = "PK0004" "unexpected-end-of-file" {
+        what: "The file ends in the middle of a declaration.",
+        why: "Usually a `}` or `)` is missing.",
+        example: "kernel k() {   // error: body never closed\nkernel k() { }",
+    }
+    NUMBER_OUT_OF_RANGE = "PK0005" "number-out-of-range" {
+        what: "A numeric literal is malformed or does not fit in 64 bits.",
+        why: "Literals are read as 64-bit values before they are given a TPU type (at most 32 bits).",
+        example: "let x = 99999999999999999999;   // error\nlet x = 1e20;",
+    }
+    NESTING_TOO_DEEP = "PK0006" "nesting-too-deep" {
+        what: "Brackets or prefix operators nest more than 200 levels deep.",
+        why: "The limit keeps every compiler pass bounded; no real kernel comes near it.",
+        example: "let x = ((((((...))))));   // error past 200 levels\nlet t = ...; let x = f(t);",
+    }
+    NOT_UTF8 = "PK0007" "not-utf8" {
+        what: "The source file is not valid UTF-8 text.",
+        why: "pk reads source as UTF-8; a binary file was probably passed by mistake.",
+        example: "pkc check kernel.wasm   // error\npkc check kernel.pk",
+    }
+    FILE_TOO_LARGE = "PK0008" "file-too-large" {
+        what: "The source file is larger than 16 MiB.",
+        why: "Kernel sources are small; the limit keeps a wrong argument from exhausting memory.",
+        example: "pkc check data.npy   // error\npkc check kernel.pk",
+    }
+    IO_ERROR = "PK0009" "unreadable-file" {
+        what: "A source file or module could not be read.",
+        why: "The path does not exist or is not readable.",
+        example: "pkc check missing.pk   // error: no such file",
+    }
+
+    UNKNOWN_NAME = "PK0101" "unknown-name" {
+        what: "A name is used that is not declared in scope.",
+        why: "Every name must be a local, a parameter, an operand, a grid index, a constant, a function or a builtin.",
+        example: "let y = exp(xx);   // error: `xx` is unknown\nlet y = exp(x);",
+    }
+    DUPLICATE = "PK0102" "duplicate-definition" {
+        what: "Two declarations in the same scope have the same name.",
+        why: "Operands, parameters, grid indices, scratch buffers and items share one namespace per kernel; a second declaration would shadow the first silently.",
+        example: "kernel k<M>(x: f32[M], x: f32[M])   // error\nkernel k<M>(x: f32[M], y: f32[M])",
+    }
+    UNKNOWN_MODULE = "PK0103" "unknown-module" {
+        what: "A `use` names a module that does not exist.",
+        why: "`use std::NAME` loads `std/NAME.pk`; `use NAME` loads `NAME.pk` next to the importing file.",
+        example: "use std::maths;   // error\nuse std::math;",
+    }
+    CYCLE = "PK0104" "cycle" {
+        what: "A function calls itself (directly or through others), or constants are defined in terms of each other.",
+        why: "pk functions are inlined into kernels, so recursion has no end; constant cycles have no value.",
+        example: "fn f(x) { f(x) }   // error",
+    }
+    UNKNOWN_DTYPE = "PK0105" "unknown-dtype" {
+        what: "A type name is not a pk dtype.",
+        why: "pk's dtypes are f32, bf16, i32, i16, i8, u8, bool, f8e4m3fn and f8e5m2 (and dtype parameters).",
+        example: "x: float[M]   // error\nx: f32[M]",
+    }
+    WRONG_KIND = "PK0106" "wrong-kind-of-name" {
+        what: "A name refers to something of the wrong kind here: a ref used as a value, a dtype used as a number, a function used as a variable.",
+        why: "Refs are memory; read them with `x[..]`. Dtypes and values live in different places of the grammar.",
+        example: "let y = x + 1.0;   // error: `x` is a ref\nlet y = x[..] + 1.0;",
+    }
+    PRIVATE_IMPORT = "PK0107" "unknown-import" {
+        what: "A `use` names an item that the module does not define.",
+        why: "Only functions and constants of a module can be imported.",
+        example: "use std::math::{gelu2};   // error\nuse std::math::{gelu};",
+    }
+
+    TYPE_MISMATCH = "PK0201" "dtype-mismatch" {
+        what: "Two values of different dtypes meet in one operation.",
+        why: "pk never converts between dtypes implicitly (literals excepted): a silent bf16 -> f32 promotion changes both numerics and VMEM use on the TPU.",
+        example: "let z = x_bf16 + y_f32;   // error\nlet z = (x_bf16 as f32) + y_f32;",
+    }
+    SHAPE_MISMATCH = "PK0202" "shape-mismatch" {
+        what: "Two shapes cannot be broadcast together, or a value has the wrong shape for where it goes.",
+        why: "Broadcasting follows numpy: aligned from the right, each pair of dims equal or one of them 1.",
+        example: "x[..] + y[..]   // [8,128] with [8,256]: error",
+    }
+    ARITY = "PK0203" "wrong-arguments" {
+        what: "A call has the wrong number of arguments, or an argument of the wrong kind.",
+        why: "Each builtin and function has a fixed signature; see docs/language.md.",
+        example: "exp(x, y)   // error\nexp(x)",
+    }
+    UNKNOWN_ARGUMENT = "PK0204" "unknown-keyword-argument" {
+        what: "A call passes a keyword argument the callee does not take.",
+        why: "Keyword arguments are only those documented for each builtin (`axis`, `keepdims`, `acc`, `trans_a`, `trans_b`...).",
+        example: "sum(x, axes=1)   // error\nsum(x, axis=1)",
+    }
+    NOT_CONSTANT = "PK0205" "not-a-constant" {
+        what: "An expression that must be known at compile time uses a run-time value.",
+        why: "Shapes, block sizes, slice sizes, axes and grid extents are fixed when a kernel is specialised.",
+        example: "x[ds(i, n)]   // error when n is a run-time value\nx[ds(i, 128)]",
+    }
+    INDEX_RANK = "PK0206" "wrong-index-count" {
+        what: "A ref is indexed with more or fewer indices than it has dimensions.",
+        why: "Use `..` to take all remaining dimensions.",
+        example: "acc[0]   // error on a 2-D ref\nacc[0, ..]",
+    }
+    OUT_OF_BOUNDS = "PK0207" "static-out-of-bounds" {
+        what: "A static index or slice lies outside the ref.",
+        why: "The sizes are known at compile time, so the access would fault on the TPU.",
+        example: "x[0..16, :]   // error on an [8, 128] ref",
+    }
+    IMMUTABLE = "PK0208" "assign-to-immutable" {
+        what: "A `let` binding is assigned after its definition.",
+        why: "Bindings are immutable unless declared `let mut`; mutable bindings become loop-carried values.",
+        example: "let m = 0.0; m = 1.0;   // error\nlet mut m = 0.0; m = 1.0;",
+    }
+    BAD_OPERAND = "PK0209" "invalid-operand" {
+        what: "An operator or builtin is applied to a dtype it does not support.",
+        why: "Bitwise operators need integers, `!` needs bool or an integer, math functions need floats.",
+        example: "x_f32 & 1   // error",
+    }
+    NOT_ASSIGNABLE = "PK0210" "not-assignable" {
+        what: "The left side of an assignment is not a ref subscript or a `let mut` binding.",
+        why: "Only memory (refs) and mutable bindings can be written.",
+        example: "exp(x) = 1.0;   // error\ny[..] = exp(x[..]);",
+    }
+    BRANCH_MISMATCH = "PK0211" "branch-mismatch" {
+        what: "The branches of an `if` expression have different types, or an `if` used as a value has no `else`.",
+        why: "An `if` expression produces one value of one type.",
+        example: "let y = if c { 1.0 } else { x_bf16 };   // error",
+    }
+    BAD_CONDITION = "PK0212" "bad-condition" {
+        what: "A condition is not a scalar bool.",
+        why: "`if` and `while` branch on one scalar; to choose per element, use `where(cond, a, b)`.",
+        example: "if x[..] > 0.0 { }   // error\ny[..] = where(x[..] > 0.0, x[..], 0.0);",
+    }
+    BAD_CAST = "PK0213" "invalid-cast" {
+        what: "A cast or bitcast between incompatible types.",
+        why: "`bitcast` needs equal bit widths (the last dim scales for different widths is not supported); casts need a dtype.",
+        example: "bitcast(x_f32, i16)   // error\nbitcast(x_f32, i32)",
+    }
+    BAD_RESHAPE = "PK0214" "invalid-reshape" {
+        what: "A reshape changes the number of elements, or is one the TPU cannot do cheaply.",
+        why: "Reshapes must keep the element count; on the TPU the last dimension should stay a multiple of 128 lanes.",
+        example: "reshape(x, [3, 100])   // error on 8x128",
+    }
+    BAD_AXIS = "PK0215" "axis-out-of-range" {
+        what: "An axis argument is outside the value's rank.",
+        why: "Axes count from 0; negative axes count from the end.",
+        example: "sum(x, axis=2)   // error on a 2-D value",
+    }
+    CONST_EVAL = "PK0216" "constant-evaluation" {
+        what: "A compile-time expression divides by zero, overflows, or is negative where a size is needed.",
+        why: "Shapes and grid extents are positive integers.",
+        example: "grid (i in M / 0 parallel)   // error",
+    }
+    NOT_INDEXABLE = "PK0217" "not-indexable" {
+        what: "Something that is not a ref is subscripted.",
+        why: "Only refs (operands, scratch, prefetch arrays, semaphore arrays) are indexed; values are sliced with builtins.",
+        example: "exp(x)[0]   // error",
+    }
+    RETURN_MISMATCH = "PK0219" "return-type-mismatch" {
+        what: "A function's body produces a value of a different type from the declared return type.",
+        why: "The declared type is a promise to every caller.",
+        example: "fn f(x: f32[8, 128]) -> bf16[8, 128] { x }   // error",
+    }
+    PATTERN_MISMATCH = "PK0220" "argument-type-mismatch" {
+        what: "An argument does not match the parameter's declared type pattern.",
+        why: "Generic names (`T`, `R`) bind once per call; every use must agree.",
+        example: "fn f<T>(a: T, b: T) ... f(x_f32, y_bf16)   // error",
+    }
+    CARRIED_TYPE = "PK0221" "mutable-type-changed" {
+        what: "A `let mut` binding is assigned a value of a different type.",
+        why: "A mutable binding keeps one type so it can be carried through loops and branches.",
+        example: "let mut acc = 0.0; acc = x[..];   // error: scalar vs [8,128]",
+    }
+    DOT_SHAPE = "PK0222" "dot-shape" {
+        what: "`dot` operands are not 2-D or their contracting dimensions differ.",
+        why: "`dot(a, b)` multiplies [m, k] by [k, n] (after the optional transposes).",
+        example: "dot(a_8x128, b_8x128)   // error\ndot(a_8x128, b_8x128, trans_b=true)",
+    }
+    NO_VALUE = "PK0223" "no-value" {
+        what: "An expression that produces no value is used as one.",
+        why: "Statements such as `copy_start` or an `if` without `else` yield nothing.",
+        example: "let x = copy_start(a, b, s);   // error",
+    }
+
+    BLOCK_TILING = "PK0301" "block-tiling" {
+        what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
+        why: "Mosaic moves blocks in (8, 128) tiles of 32-bit words; other shapes cannot be laid out in VMEM.",
+        example: "x: f32[M, N] block [4, 100] at (i, j)   // error\nx: f32[M, N] block [8, 128] at (i, j)",
+    }
+    BLOCK_RANK1 = "PK0302" "block-rank1" {
+        what: "A rank-1 block is not a multiple of 1024 elements (8 x 128) and not the whole array.",
+        why: "1-D blocks are laid out over whole vreg tiles.",
+        example: "x: f32[N] block [512] at (i)   // error\nx: f32[N] block [1024] at (i)",
+    }
+    BLOCK_PACKING = "PK0303" "block-packing" {
+        what: "A block of a 16- or 8-bit dtype has a second-to-last dimension that is not a multiple of its packed tile (16 for 16-bit, 32 for 8-bit).",
+        why: "Narrow dtypes pack 2 or 4 rows into one 32-bit sublane, so the sublane tile grows to 16 or 32 rows.",
+        example: "x: bf16[M, N] block [8, 128] at (i, j)   // error\nx: bf16[M, N] block [16, 128] at (i, j)",
+    }
+    MATMUL_ACC = "PK0304" "matmul-accumulator" {
+        what: "`dot` is asked for an accumulator that is not 32-bit.",
+        why: "The MXU accumulates in 32 bits (f32, or i32 for integer inputs); libtpu rejects narrower accumulators.",
+        example: "dot(a, b, acc=bf16)   // error\ndot(a, b, acc=f32) as bf16",
+    }
+    MATMUL_DTYPE = "PK0305" "matmul-dtype" {
+        what: "`dot` operands have a dtype the target's MXU does not support, or differ from each other.",
+        why: "MXU inputs per generation: v4 f32/bf16/i8; v5e, v5p, v6e also fp8; TPU7x f32/bf16/fp8.",
+        example: "dot(a_i8, b_i8) on tpu7x   // error",
+    }
+    VMEM_BUDGET = "PK0306" "vmem-budget" {
+        what: "The kernel's VMEM use (double-buffered blocks plus scratch) exceeds the target's VMEM or the kernel's `vmem_limit`.",
+        why: "Each blocked operand is double-buffered by the pipeline; everything must fit in one TensorCore's VMEM (16 MiB v4, 128 MiB v5e, 64 MiB v5p, 128 MiB v6e, 64 MiB TPU7x).",
+        example: "block [4096, 4096] f32 on v4: 2 x 64 MiB   // error\nuse smaller blocks",
+    }
+    SMEM_VECTOR = "PK0307" "smem-vector" {
+        what: "A vector is read from or written to SMEM.",
+        why: "SMEM is the scalar unit's memory: it is read and written one scalar at a time.",
+        example: "let v = ids[..];   // error on an SMEM ref\nlet v = ids[i];",
+    }
+    ANY_ACCESS = "PK0308" "any-direct-access" {
+        what: "A ref in ANY (HBM) memory is read or written directly.",
+        why: "HBM is reached only by DMA: copy a window into a VMEM scratch buffer with `copy_start`/`copy_wait`.",
+        example: "let v = x_hbm[..];   // error\ncopy_start(x_hbm[..], buf[..], sem); copy_wait(x_hbm[..], buf[..], sem);",
+    }
+    WIDE_TYPE = "PK0309" "64-bit-type" {
+        what: "A 64-bit dtype (f64, i64, u64) is used.",
+        why: "TPUs have no 64-bit vector units; Mosaic rejects 64-bit types.",
+        example: "x: f64[M]   // error\nx: f32[M]",
+    }
+    INDEX_MAP_ARITY = "PK0310" "index-map-arity" {
+        what: "An operand's `at (...)` index map returns a different number of block indices than the array has dimensions, or a block shape has the wrong rank.",
+        why: "The index map gives one block index per array dimension (squeezed dimensions included).",
+        example: "x: f32[M, N] block [bm, bn] at (i)   // error\nx: f32[M, N] block [bm, bn] at (i, 0)",
+    }
+    GRID_DIVISIBILITY = "PK0311" "grid-divisibility" {
+        what: "A block dimension does not divide its array dimension, and the grid does not opt in to a ragged last block.",
+        why: "Without `cdiv(...)` in the grid, every block must lie fully inside the array.",
+        example: "grid (i in M / bm parallel) with M=1000, bm=128   // error\ngrid (i in cdiv(M, bm) parallel)",
+    }
+    DTYPE_TARGET = "PK0312" "dtype-target" {
+        what: "A dtype is not supported on the selected TPU generation.",
+        why: "fp8 types exist on v5e and later.",
+        example: "x: f8e4m3fn[M] with --target v4   // error",
+    }
+    BLOCK_TOO_LARGE = "PK0313" "block-larger-than-array" {
+        what: "A block dimension is larger than the array dimension.",
+        why: "A block is a window into the array.",
+        example: "x: f32[64, 128] block [128, 128] at (i, 0)   // error",
+    }
+    INDEX_MAP_TYPE = "PK0316" "index-map-type" {
+        what: "An index-map entry is not a scalar integer computed from grid indices, constants and scalar-prefetch values.",
+        why: "Index maps run on the scalar unit before each grid step.",
+        example: "at (x[0], 0)   // error: x is a blocked operand",
+    }
+    SMEM_BUDGET = "PK0315" "smem-budget" {
+        what: "SMEM use (scalar prefetch, SMEM operands and scratch) exceeds 1 MiB.",
+        why: "SMEM is 1 MiB per core on v4 and later.",
+        example: "prefetch (table: i32[1048576])   // error",
+    }
+    DMA_SPACES = "PK0319" "dma-operands" {
+        what: "`copy_start`/`copy_wait` got something other than (ref window, ref window, semaphore), or windows of different shapes or dtypes.",
+        why: "A DMA copies one window to another of the same shape and dtype and signals a DMA semaphore.",
+        example: "copy_start(x[..], buf[..], 0)   // error: third argument must be a dma_sem",
+    }
+    SEMANTICS = "PK0320" "grid-semantics" {
+        what: "Writing an output block from a `parallel` grid axis that its index map ignores.",
+        why: "Parallel steps may run on different cores; two of them writing the same output block race. Mark the axis `arbitrary` to accumulate over it.",
+        example: "grid (i in 4 parallel) -> o: f32[8,128] block [8,128] at (0, 0)   // error",
+    }
+
+    MISSING_PARAM = "PK0401" "missing-parameter-value" {
+        what: "A kernel is specialised without a value for a parameter that has no default.",
+        why: "Building or running a kernel needs every shape; pass it with `-p NAME=VALUE`.",
+        example: "pkc emit ir add.pk            // error: M has no value\npkc emit ir add.pk -p M=1024 -p N=1024",
+    }
+    UNKNOWN_PARAM = "PK0402" "unknown-parameter" {
+        what: "`-p NAME=VALUE` names no parameter of the kernel.",
+        why: "A misspelt parameter would otherwise be ignored silently.",
+        example: "pkc emit ir add.pk -p m=1024   // error: parameters are case-sensitive",
+    }
+    BAD_PARAM_VALUE = "PK0403" "bad-parameter-value" {
+        what: "A parameter value is malformed or of the wrong kind.",
+        why: "Integer parameters take integers (or constant expressions); dtype parameters take a dtype name.",
+        example: "-p bm=big   // error\n-p bm=256",
+    }
+    NO_KERNEL = "PK0404" "kernel-selection" {
+        what: "The file has no kernel of that name, or several kernels and no `--kernel`.",
+        why: "Commands that specialise a kernel need exactly one.",
+        example: "pkc emit ir file.pk --kernel matmul",
+    }
+}

@@ -1,0 +1,506 @@
+//! Tile IR: the one target-independent, verified representation that both
+//! backends (Mosaic and WebAssembly) read.
+//!
+//! A [`Module`] holds kernel specialisations. Each [`Kernel`] has a grid,
+//! operands with block specs, scratch buffers and a body [`Func`]. A `Func` is
+//! structured SSA: values, ops and blocks live in arenas and refer to each
+//! other by typed handles; control flow is nested (`If`, `For`, `While` own
+//! blocks that end by yielding values), as in MLIR's `scf` dialect. Source
+//! spans are a side table keyed by op.
+//!
+//! The entry block of every `Func` takes the grid indices (scalar `i32`, one
+//! per grid axis) as parameters: the kernel body reads `program_id(a)` as
+//! entry parameter `a`, and an index map computes block indices from them.
+//!
+//! invariant: a kernel given to a backend is specialised: every [`Dim`] is
+//! [`Dim::Known`] (`verify::verify_kernel` with `specialised = true` checks it).
+
+pub mod arena;
+pub mod print;
+pub mod types;
+pub mod verify;
+
+pub use arena::{Arena, Handle};
+pub use types::{shape_str, DType, Dim, RefType, Shape, Space, SymExpr, SymOp, Type};
+
+use crate::span::{SourceMap, Span};
+use std::sync::Arc;
+
+pub type Value = Handle<ValueData>;
+pub type OpId = Handle<Op>;
+pub type BlockId = Handle<BlockData>;
+pub type RefId = Handle<RefDecl>;
+
+#[derive(Debug, Clone)]
+pub struct ValueData {
+    pub ty: Type,
+    pub def: ValueDef,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueDef {
+    /// Parameter `n` of a block.
+    Param(BlockId, usize),
+    /// Result `n` of an op.
+    Result(OpId, usize),
+}
+
+/// A straight-line list of ops that ends by yielding values to its owner
+/// (the results of an `If`, the next iteration of a loop; nothing for an
+/// entry block, or the block indices for an index map).
+#[derive(Debug, Clone, Default)]
+pub struct BlockData {
+    pub params: Vec<Value>,
+    pub ops: Vec<OpId>,
+    pub yields: Vec<Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub kind: OpKind,
+    pub results: Vec<Value>,
+}
+
+/// A literal; a vector-typed `Const` splats it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Literal {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    /// Logical not for bool, bitwise not for integers.
+    Not,
+    Abs,
+    Exp,
+    Exp2,
+    Log,
+    Log1p,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    Round,
+    Erf,
+    Logistic,
+    Sign,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    /// Float division, or integer division rounding toward zero.
+    Div,
+    /// Remainder with the sign of the dividend (C `%`, `fmod` for floats).
+    Rem,
+    Max,
+    Min,
+    Pow,
+    And,
+    Or,
+    Xor,
+    Shl,
+    /// Arithmetic shift for signed integers, logical for unsigned.
+    Shr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    /// Index (i32) of the first maximum.
+    ArgMax,
+    /// Index (i32) of the first minimum.
+    ArgMin,
+}
+
+/// Where a slice of one ref dimension starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    Const(u64),
+    /// A scalar i32 value.
+    Dyn(Value),
+}
+
+/// How one ref dimension is indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slice {
+    /// One position; the dimension is dropped from the result.
+    Index(Start),
+    /// `size` consecutive positions from `start`.
+    Range { start: Start, size: u64 },
+}
+
+/// A window of a ref: one [`Slice`] per ref dimension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefView {
+    pub target: RefId,
+    pub index: Vec<Slice>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpKind {
+    /// The result type's value; vectors splat the literal.
+    Const(Literal),
+    Unary(UnaryOp, Value),
+    /// Operands and result have one type (bool result for none: see `Compare`).
+    Binary(BinaryOp, Value, Value),
+    /// Operands of one type; the result is bool of the same shape.
+    Compare(CmpOp, Value, Value),
+    /// Elementwise choice; `cond` is bool of the result's shape.
+    Select {
+        cond: Value,
+        on_true: Value,
+        on_false: Value,
+    },
+    /// Value conversion to the result dtype, same shape. Float to integer
+    /// rounds toward zero and saturates; NaN converts to 0. Float narrowing
+    /// rounds to nearest even.
+    Cast(Value),
+    /// Reinterprets bits as the result dtype (same width), same shape.
+    Bitcast(Value),
+    /// A scalar copied to every element of the result vector.
+    Splat(Value),
+    /// A vector of the result's rank whose size-1 dimensions are repeated to
+    /// the result's shape.
+    Broadcast(Value),
+    /// Same elements (row-major order), the result's shape.
+    Reshape(Value),
+    /// Result dim `i` is operand dim `perm[i]`.
+    Transpose(Value, Vec<usize>),
+    /// Each element is its index along `dim` (result dtype i32).
+    Iota {
+        dim: usize,
+    },
+    /// Reduces one axis; the result keeps it as size 1 if `keepdims`.
+    Reduce {
+        op: ReduceOp,
+        value: Value,
+        axis: usize,
+        keepdims: bool,
+    },
+    /// Matrix product of 2-D operands, accumulated in the result dtype (32
+    /// bits). `trans_lhs`/`trans_rhs` transpose an operand first.
+    Dot {
+        lhs: Value,
+        rhs: Value,
+        trans_lhs: bool,
+        trans_rhs: bool,
+    },
+    /// `numpy.roll`: element `i` moves to `(i + shift) mod n` along `axis`.
+    /// `shift` is a scalar i32.
+    Roll {
+        value: Value,
+        shift: Value,
+        axis: usize,
+    },
+    /// Reads a window of a ref: a vector, or a scalar when every dimension
+    /// is indexed by `Slice::Index`.
+    Load(RefView),
+    /// Writes `value` (of the window's type) to a window of a ref.
+    Store(RefView, Value),
+    /// Starts a DMA from `src` to `dst`; `sem` (one semaphore) is signalled
+    /// when it completes.
+    DmaStart {
+        src: RefView,
+        dst: RefView,
+        sem: RefView,
+    },
+    /// Waits for the DMA described by the same three windows.
+    DmaWait {
+        src: RefView,
+        dst: RefView,
+        sem: RefView,
+    },
+    /// Runs `then_block` or `else_block`; each yields the op's results.
+    If {
+        cond: Value,
+        then_block: BlockId,
+        else_block: BlockId,
+    },
+    /// `for iv in lo..hi step step`: `body` takes `[iv, carried...]` and
+    /// yields the next carried values; the op's results are the final ones.
+    /// `lo` and `hi` are scalar i32; `step` is positive.
+    For {
+        lo: Value,
+        hi: Value,
+        step: u64,
+        inits: Vec<Value>,
+        body: BlockId,
+    },
+    /// `cond` takes the carried values and yields one scalar bool; `body`
+    /// takes them and yields the next ones. Results are the final values.
+    While {
+        inits: Vec<Value>,
+        cond: BlockId,
+        body: BlockId,
+    },
+}
+
+/// A function body: values, ops and blocks in arenas, entry block first.
+#[derive(Debug, Clone, Default)]
+pub struct Func {
+    pub values: Arena<ValueData>,
+    pub ops: Arena<Op>,
+    pub blocks: Arena<BlockData>,
+    /// Source span of each op (side table indexed like `ops`).
+    pub spans: Vec<Span>,
+    pub entry: Option<BlockId>,
+}
+
+impl Func {
+    pub fn ty(&self, v: Value) -> &Type {
+        &self.values[v].ty
+    }
+
+    pub fn span(&self, op: OpId) -> Span {
+        self.spans.get(op.index()).copied().unwrap_or_default()
+    }
+
+    pub fn entry_block(&self) -> &BlockData {
+        match self.entry {
+            Some(b) => &self.blocks[b],
+            None => &EMPTY_BLOCK,
+        }
+    }
+
+    /// Creates a block with parameters of the given types.
+    pub fn new_block(&mut self, params: &[Type]) -> BlockId {
+        let b = self.blocks.append(BlockData::default());
+        for (i, t) in params.iter().enumerate() {
+            let v = self.values.append(ValueData {
+                ty: t.clone(),
+                def: ValueDef::Param(b, i),
+            });
+            self.blocks[b].params.push(v);
+        }
+        b
+    }
+
+    /// Appends an op to `block` with results of the given types.
+    pub fn push(
+        &mut self,
+        block: BlockId,
+        kind: OpKind,
+        result_types: &[Type],
+        span: Span,
+    ) -> OpId {
+        let op = self.ops.append(Op {
+            kind,
+            results: Vec::new(),
+        });
+        for (i, t) in result_types.iter().enumerate() {
+            let v = self.values.append(ValueData {
+                ty: t.clone(),
+                def: ValueDef::Result(op, i),
+            });
+            self.ops[op].results.push(v);
+        }
+        self.spans.push(span);
+        self.blocks[block].ops.push(op);
+        op
+    }
+
+    /// Appends a single-result op and returns its value.
+    pub fn push1(&mut self, block: BlockId, kind: OpKind, ty: Type, span: Span) -> Value {
+        let op = self.push(block, kind, &[ty], span);
+        self.ops[op].results[0]
+    }
+}
+
+static EMPTY_BLOCK: BlockData = BlockData {
+    params: Vec::new(),
+    ops: Vec::new(),
+    yields: Vec::new(),
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Semantics {
+    Parallel,
+    Arbitrary,
+}
+
+impl Semantics {
+    pub fn name(self) -> &'static str {
+        match self {
+            Semantics::Parallel => "parallel",
+            Semantics::Arbitrary => "arbitrary",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GridAxis {
+    pub name: String,
+    pub extent: Dim,
+    pub semantics: Semantics,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Scalar prefetch: copied to SMEM before the grid; may feed index maps.
+    Prefetch,
+    Input,
+    Output,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockDim {
+    /// Size 1, dropped from the kernel's view of the block.
+    Squeezed,
+    Size(Dim),
+}
+
+impl BlockDim {
+    /// The block's extent along this array dimension.
+    pub fn extent(&self) -> Dim {
+        match self {
+            BlockDim::Squeezed => Dim::Known(1),
+            BlockDim::Size(d) => d.clone(),
+        }
+    }
+}
+
+/// A blocked operand: which window of the array each grid step sees.
+#[derive(Debug, Clone)]
+pub struct BlockSpec {
+    /// One entry per array dimension.
+    pub dims: Vec<BlockDim>,
+    /// Grid indices (entry params) to block indices: yields one scalar i32
+    /// per array dimension. The element offset is `index * block extent`.
+    pub index_map: Func,
+}
+
+#[derive(Debug, Clone)]
+pub struct Operand {
+    pub name: String,
+    pub docs: Vec<String>,
+    pub role: Role,
+    pub dtype: DType,
+    /// The whole array's shape (in HBM).
+    pub shape: Shape,
+    /// Where the kernel sees it: VMEM or SMEM for blocked operands and
+    /// whole-array operands, ANY for HBM refs reached by DMA.
+    pub space: Space,
+    /// `None`: the whole array is the kernel's ref.
+    pub block: Option<BlockSpec>,
+    /// The kernel's ref for this operand.
+    pub ref_id: RefId,
+    /// For outputs: the index (into `Kernel::operands`) of the input whose
+    /// buffer it reuses.
+    pub aliases: Option<usize>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefOrigin {
+    /// Index into `Kernel::operands`.
+    Operand(usize),
+    /// Index into `Kernel::scratch`.
+    Scratch(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct RefDecl {
+    pub name: String,
+    pub ty: RefType,
+    pub origin: RefOrigin,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scratch {
+    pub name: String,
+    pub ref_id: RefId,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    Int(i64),
+    Dtype(DType),
+    /// No value in this specialisation (`pkc check` only).
+    Unbound,
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub value: ParamValue,
+    pub docs: Vec<String>,
+}
+
+/// One kernel specialisation.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub docs: Vec<String>,
+    pub params: Vec<Param>,
+    pub grid: Vec<GridAxis>,
+    /// In call order: prefetch operands, inputs, then outputs.
+    pub operands: Vec<Operand>,
+    pub scratch: Vec<Scratch>,
+    pub refs: Arena<RefDecl>,
+    pub body: Func,
+    pub vmem_limit: Option<u64>,
+    pub span: Span,
+}
+
+impl Kernel {
+    pub fn inputs(&self) -> impl Iterator<Item = &Operand> {
+        self.operands.iter().filter(|o| o.role != Role::Output)
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = &Operand> {
+        self.operands.iter().filter(|o| o.role == Role::Output)
+    }
+
+    pub fn ref_type(&self, r: RefId) -> &RefType {
+        &self.refs[r].ty
+    }
+
+    /// The number of grid steps, when known.
+    pub fn grid_steps(&self) -> Option<u64> {
+        self.grid.iter().try_fold(1u64, |acc, a| {
+            a.extent.known().map(|e| acc * e.max(0) as u64)
+        })
+    }
+
+    /// True when every parameter has a value (the kernel can be lowered).
+    pub fn is_specialised(&self) -> bool {
+        self.params.iter().all(|p| p.value != ParamValue::Unbound)
+    }
+}
+
+/// The result of compiling a file: its kernels and the sources they came
+/// from (for locations).
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub kernels: Vec<Kernel>,
+    pub sources: Arc<SourceMap>,
+}
+
+impl Module {
+    /// `file:line:col` of a span, as backends write source locations.
+    pub fn location(&self, span: Span) -> (String, u32, u32) {
+        self.sources.location(span)
+    }
+}

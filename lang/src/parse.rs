@@ -1,0 +1,252 @@
+//! Parsing: source text -> [`ast::Module`], with every lexing and syntax
+//! error turned into a coded [`Diag`]. The parser recovers at statement
+//! boundaries, so one run reports several syntax errors.
+
+use crate::ast::*;
+use crate::diag::{codes, Diag};
+use crate::lexer::{self, LexError, Tok};
+use crate::span::{FileId, Span};
+use lalrpop_util::{lalrpop_mod, ErrorRecovery, ParseError};
+
+lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, unused)]
+    grammar
+);
+
+/// Inputs deeper than this many open brackets are rejected before parsing,
+/// so that no later recursive pass can overflow the stack.
+pub const MAX_NESTING: usize = 200;
+
+/// Errors raised by grammar actions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GrammarError {
+    BadParamKind(Span),
+}
+
+/// Parses one file. Returns the module (possibly partial) and every
+/// diagnostic found; an empty diagnostic list means the parse succeeded.
+pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
+    let (toks, lex_errors) = lexer::lex(text);
+    let mut diags: Vec<Diag> = lex_errors
+        .iter()
+        .map(|e| {
+            let span = Span::new(file, e.start, e.end);
+            match e.kind {
+                LexError::UnterminatedComment => Diag::new(&codes::UNTERMINATED_COMMENT, "unterminated block comment", span)
+                    .label("this comment is never closed")
+                    .help("close it with `*/` (block comments nest, so every `/*` needs its own `*/`)"),
+                LexError::IntTooLarge => Diag::new(&codes::NUMBER_OUT_OF_RANGE, "integer literal is too large", span)
+                    .label("does not fit in 64 bits")
+                    .help("integer literals must be below 2^64; TPU integers are at most 32 bits"),
+                LexError::BadFloat => Diag::new(&codes::NUMBER_OUT_OF_RANGE, "malformed number", span)
+                    .label("not a valid number"),
+                LexError::Invalid => {
+                    let bad = text.get(e.start..e.end).unwrap_or("");
+                    let shown: String = bad.chars().take(16).flat_map(char::escape_default).collect();
+                    Diag::new(&codes::INVALID_CHARACTER, format!("unexpected character{} `{shown}`", if bad.chars().count() > 1 { "s" } else { "" }), span)
+                        .label("not part of any token")
+                        .help("pk source is ASCII identifiers, numbers and operators; remove or quote-free this text")
+                }
+            }
+        })
+        .collect();
+
+    if let Some(span) = too_deep(file, &toks) {
+        diags.push(
+            Diag::new(
+                &codes::NESTING_TOO_DEEP,
+                format!("nesting deeper than {MAX_NESTING} levels"),
+                span,
+            )
+            .label("this bracket opens one level too many")
+            .help("split the expression into `let` bindings"),
+        );
+        return (Module::default(), diags);
+    }
+
+    let mut recovered: Vec<ErrorRecovery<usize, Tok, GrammarError>> = Vec::new();
+    let parser = grammar::ModuleParser::new();
+    let result = parser.parse(
+        file,
+        &mut recovered,
+        toks.into_iter().map(Ok::<_, GrammarError>),
+    );
+    for r in recovered {
+        diags.push(parse_error(file, text, r.error));
+    }
+    match result {
+        Ok(m) => (m, diags),
+        Err(e) => {
+            diags.push(parse_error(file, text, e));
+            (Module::default(), diags)
+        }
+    }
+}
+
+/// Parses a standalone expression (used for `-p NAME=EXPR` values and tests).
+pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diag>> {
+    let (toks, lex_errors) = lexer::lex(text);
+    if !lex_errors.is_empty() {
+        let (_, diags) = parse(file, text);
+        return Err(diags);
+    }
+    if let Some(span) = too_deep(file, &toks) {
+        return Err(vec![Diag::new(
+            &codes::NESTING_TOO_DEEP,
+            "expression nested too deeply",
+            span,
+        )]);
+    }
+    let mut recovered = Vec::new();
+    grammar::ExprParser::new()
+        .parse(
+            file,
+            &mut recovered,
+            toks.into_iter().map(Ok::<_, GrammarError>),
+        )
+        .map_err(|e| vec![parse_error(file, text, e)])
+}
+
+fn too_deep(file: FileId, toks: &[lexer::Spanned]) -> Option<Span> {
+    let mut depth = 0usize;
+    for (l, t, r) in toks {
+        match t {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(Span::new(file, *l, *r));
+                }
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => depth = depth.saturating_sub(1),
+            // Unary operators nest without brackets.
+            Tok::Minus | Tok::Bang => {}
+            _ => {}
+        }
+    }
+    // Long chains of prefix operators also nest: count the longest run.
+    let mut run = 0usize;
+    for (l, t, r) in toks {
+        if matches!(t, Tok::Minus | Tok::Bang) {
+            run += 1;
+            if run > MAX_NESTING {
+                return Some(Span::new(file, *l, *r));
+            }
+        } else {
+            run = 0;
+        }
+    }
+    None
+}
+
+fn parse_error(file: FileId, text: &str, e: ParseError<usize, Tok, GrammarError>) -> Diag {
+    match e {
+        ParseError::InvalidToken { location } => Diag::new(
+            &codes::INVALID_CHARACTER,
+            "invalid token",
+            Span::new(file, location, location + 1),
+        ),
+        ParseError::UnrecognizedEof { location, expected } => {
+            let at = location.min(text.len());
+            Diag::new(
+                &codes::UNEXPECTED_EOF,
+                "unexpected end of file",
+                Span::new(file, at, at),
+            )
+            .label(format!("expected {}", expected_list(&expected)))
+            .help("the file ends in the middle of a declaration; check for a missing `}` or `)`")
+        }
+        ParseError::UnrecognizedToken {
+            token: (l, t, r),
+            expected,
+        } => {
+            let mut d = Diag::new(
+                &codes::UNEXPECTED_TOKEN,
+                format!("unexpected {}", t.describe()),
+                Span::new(file, l, r),
+            )
+            .label(format!("expected {}", expected_list(&expected)));
+            if let Some(h) = hint_for(&t, &expected) {
+                d = d.help(h);
+            }
+            d
+        }
+        ParseError::ExtraToken { token: (l, t, r) } => Diag::new(
+            &codes::UNEXPECTED_TOKEN,
+            format!("unexpected {}", t.describe()),
+            Span::new(file, l, r),
+        )
+        .label("expected the end of the file"),
+        ParseError::User {
+            error: GrammarError::BadParamKind(span),
+        } => Diag::new(
+            &codes::UNEXPECTED_TOKEN,
+            "a kernel parameter is an `int` or a `dtype`",
+            span,
+        )
+        .label("unknown parameter kind")
+        .help("write `bm: int = 128` (or just `bm = 128`) or `T: dtype = bf16`"),
+    }
+}
+
+fn hint_for(t: &Tok, expected: &[String]) -> Option<String> {
+    let wants = |s: &str| expected.iter().any(|e| e == s);
+    if wants("\";\"") && !wants("\"}\"") {
+        return Some("statements end with `;`".into());
+    }
+    if let Tok::Ident(name) = t {
+        if name == "return" {
+            return Some("a function returns the value of its last expression; write it without `;` at the end of the body".into());
+        }
+    }
+    if matches!(t, Tok::Kernel | Tok::Fn) {
+        return Some("the previous declaration is not closed; check its braces".into());
+    }
+    None
+}
+
+fn expected_list(expected: &[String]) -> String {
+    let mut names: Vec<String> = expected
+        .iter()
+        .map(|e| match e.as_str() {
+            "Ident" => "a name".to_string(),
+            "Int" => "an integer".to_string(),
+            "Float" => "a number".to_string(),
+            "Doc" => "a doc comment".to_string(),
+            "ModDoc" => "a module doc comment".to_string(),
+            other => format!("`{}`", other.trim_matches('"')),
+        })
+        .filter(|s| s != "a doc comment" && s != "a module doc comment")
+        .collect();
+    names.sort();
+    names.dedup();
+    match names.len() {
+        0 => "something else".into(),
+        1 => names.remove(0),
+        n if n > 8 => format!("one of {} (and {} more)", names[..8].join(", "), n - 8),
+        _ => format!("one of {}", names.join(", ")),
+    }
+}
+
+/// Builds a binary expression node (used by the grammar).
+pub(crate) fn bin(op: BinOp, a: Expr, b: Expr, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        span,
+    }
+}
+
+/// A block whose last statement is an `if` without `;` and that has no tail
+/// takes that `if` as its value, as in Rust.
+pub(crate) fn finish_block(mut stmts: Vec<Stmt>, tail: Option<Expr>, span: Span) -> Block {
+    let mut tail = tail.map(Box::new);
+    if tail.is_none() {
+        if let Some(Stmt::Expr(e)) = stmts.last() {
+            if matches!(e.kind, ExprKind::If(..)) {
+                if let Some(Stmt::Expr(e)) = stmts.pop() {
+                    tail = Some(Box::new(e));
+                }
+            }
+        }
+    }
+    Block { stmts, tail, span }
+}

@@ -1,0 +1,99 @@
+//! What the type checker knows about each TPU generation.
+
+use crate::ir::DType;
+use std::fmt;
+use std::str::FromStr;
+
+/// A TPU generation pk compiles for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Target {
+    V4,
+    #[default]
+    V5e,
+    V5p,
+    V6e,
+    Tpu7x,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Target {
+    pub const ALL: [Target; 5] = [
+        Target::V4,
+        Target::V5e,
+        Target::V5p,
+        Target::V6e,
+        Target::Tpu7x,
+    ];
+
+    /// The `--target` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::V4 => "v4",
+            Target::V5e => "v5e",
+            Target::V5p => "v5p",
+            Target::V6e => "v6e",
+            Target::Tpu7x => "tpu7x",
+        }
+    }
+
+    /// VMEM per TensorCore, in bytes.
+    pub fn vmem_bytes(self) -> u64 {
+        match self {
+            Target::V4 => 16 * MIB,
+            Target::V5e => 128 * MIB,
+            Target::V5p => 64 * MIB,
+            Target::V6e => 128 * MIB,
+            Target::Tpu7x => 64 * MIB,
+        }
+    }
+
+    /// SMEM per TensorCore, in bytes.
+    pub fn smem_bytes(self) -> u64 {
+        MIB
+    }
+
+    /// The MXU's width (the natural matmul tile edge).
+    pub fn mxu_width(self) -> u64 {
+        match self {
+            Target::V4 | Target::V5e | Target::V5p => 128,
+            Target::V6e | Target::Tpu7x => 256,
+        }
+    }
+
+    /// Whether `dot` accepts this input dtype on this generation.
+    pub fn matmul_input(self, d: DType) -> bool {
+        match d {
+            DType::F32 | DType::BF16 => true,
+            DType::I8 | DType::U8 => self != Target::Tpu7x,
+            DType::F8E4M3FN | DType::F8E5M2 => self != Target::V4,
+            DType::I32 | DType::I16 | DType::Bool => false,
+        }
+    }
+
+    /// Whether the dtype exists at all on this generation.
+    pub fn supports(self, d: DType) -> bool {
+        match d {
+            DType::F8E4M3FN | DType::F8E5M2 => self != Target::V4,
+            _ => true,
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Target, String> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!("unknown target `{s}` (expected one of v4, v5e, v5p, v6e, tpu7x)")
+            })
+    }
+}

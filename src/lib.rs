@@ -1,0 +1,1 @@
+//! The `pk` driver: glue between the CLI and the crates.
