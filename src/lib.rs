@@ -1,1 +1,2 @@
-//! The `pk` driver: glue between the CLI and the crates.
+//! The `pk` package: the `pkc` command-line driver. The compiler itself is
+//! in the workspace crates `pk-lang`, `pk-lowering` and `pk-runtime`.

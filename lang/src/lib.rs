@@ -3,16 +3,253 @@
 //! The pipeline, one module per stage:
 //!
 //! ```text
-//! source --lexer--> tokens --parse--> ast --resolve--> program --check--> ir::Module
+//! source --lexer--> tokens --parse--> ast --resolve--> Program --check--> ir::Module --verify
 //! ```
 //!
-//! [`compile`] runs it for one kernel specialisation; [`check_file`] checks
-//! every kernel of a file.
+//! [`compile_source`] and [`compile_file`] run it for the kernels of one
+//! file, specialised with the given parameters for one target.
 
 pub mod ast;
+pub mod check;
 pub mod diag;
 pub mod ir;
 pub mod lexer;
 pub mod parse;
+pub mod resolve;
 pub mod span;
 pub mod target;
+
+use diag::{codes, Diag};
+use span::{SourceMap, Span};
+use std::path::Path;
+use std::sync::Arc;
+pub use target::Target;
+
+/// Source files larger than this are rejected before lexing.
+pub const MAX_SOURCE_BYTES: usize = 16 << 20;
+
+/// What to compile and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub target: Target,
+    /// `-p NAME=VALUE` pairs, values as written (an integer expression or a
+    /// dtype name).
+    pub params: Vec<(String, String)>,
+    /// `--kernel NAME`: only this kernel. Without it, every kernel of the
+    /// file (and `specialise` then applies to each).
+    pub kernel: Option<String>,
+    /// Require every parameter to have a value (build, run, emit); without
+    /// it unbound sizes stay symbolic and are checked as far as possible.
+    pub specialise: bool,
+}
+
+/// A failed compilation: its diagnostics and the sources they point into.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub diags: Vec<Diag>,
+    pub sources: Arc<SourceMap>,
+}
+
+impl Failure {
+    /// Renders every diagnostic as plain text.
+    pub fn render(&self, style: diag::RenderStyle) -> String {
+        diag::render_all(&self.diags, &self.sources, style)
+    }
+}
+
+/// Compiles source text; `name` is the file name shown in diagnostics, and
+/// `use NAME` of sibling modules is resolved relative to `dir`.
+pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Module, Failure> {
+    compile_in(name, text, None, opts)
+}
+
+/// Reads and compiles a `.pk` file.
+pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
+    let name = path.to_string_lossy().to_string();
+    match read_source(path) {
+        Ok(text) => compile_in(&name, &text, path.parent().map(Path::to_path_buf), opts),
+        Err(d) => {
+            let mut sources = SourceMap::new();
+            sources.add(name, "");
+            Err(Failure {
+                diags: vec![d],
+                sources: Arc::new(sources),
+            })
+        }
+    }
+}
+
+/// Reads a source file, reporting unreadable, binary and oversized files.
+pub fn read_source(path: &Path) -> Result<String, Diag> {
+    let here = Span::default();
+    let bytes = std::fs::read(path).map_err(|e| {
+        Diag::new(
+            &codes::IO_ERROR,
+            format!("cannot read `{}`: {e}", path.display()),
+            here,
+        )
+        .help("check the path; pk source files end in `.pk`")
+    })?;
+    if bytes.len() > MAX_SOURCE_BYTES {
+        return Err(Diag::new(
+            &codes::FILE_TOO_LARGE,
+            format!(
+                "`{}` is {} bytes, more than the 16 MiB limit",
+                path.display(),
+                bytes.len()
+            ),
+            here,
+        )
+        .help("is this really a .pk source file?"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Diag::new(
+            &codes::NOT_UTF8,
+            format!(
+                "`{}` is not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+            here,
+        )
+        .help("pass a .pk source file")
+    })
+}
+
+fn compile_in(
+    name: &str,
+    text: &str,
+    dir: Option<std::path::PathBuf>,
+    opts: &Options,
+) -> Result<ir::Module, Failure> {
+    let mut sources = SourceMap::new();
+    let root = sources.add(name, text);
+    if text.len() > MAX_SOURCE_BYTES {
+        let d = Diag::new(
+            &codes::FILE_TOO_LARGE,
+            "source is larger than the 16 MiB limit",
+            Span::new(root, 0, 0),
+        );
+        return Err(Failure {
+            diags: vec![d],
+            sources: Arc::new(sources),
+        });
+    }
+    let (program, mut diags) = resolve::Loader::new(&mut sources, dir).load(root);
+    if diags.iter().any(|d| d.is_error()) {
+        return Err(Failure {
+            diags,
+            sources: Arc::new(sources),
+        });
+    }
+    // `-p` values are parsed as expressions in a file of their own.
+    let mut param_exprs = Vec::new();
+    for (n, v) in &opts.params {
+        let f = sources.add(format!("-p {n}"), v.clone());
+        match parse::parse_expr(f, v) {
+            Ok(e) => param_exprs.push((n.clone(), check::Expr2(e))),
+            Err(ds) => {
+                for d in ds {
+                    diags.push(
+                        Diag::new(&codes::BAD_PARAM_VALUE, format!("cannot read the value of `-p {n}={v}`"), d.span)
+                            .label(d.message)
+                            .help("values are integers, integer expressions (`4 * 128`) or dtype names (`bf16`)"),
+                    );
+                }
+            }
+        }
+    }
+    let kernels = program.root_kernels();
+    let selected: Vec<(usize, &ast::KernelDecl)> = match &opts.kernel {
+        Some(k) => kernels
+            .iter()
+            .filter(|(_, d)| d.name.name == *k)
+            .cloned()
+            .collect(),
+        None => kernels.clone(),
+    };
+    if let Some(k) = &opts.kernel {
+        if selected.is_empty() {
+            let names = kernels
+                .iter()
+                .map(|(_, d)| d.name.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
+            diags.push(
+                Diag::new(
+                    &codes::NO_KERNEL,
+                    format!("no kernel `{k}` in `{name}`"),
+                    Span::new(root, 0, 0),
+                )
+                .help(if names.is_empty() {
+                    "the file defines no kernels".to_string()
+                } else {
+                    format!("kernels here: {names}")
+                }),
+            );
+        }
+    }
+    for (n, _) in &opts.params {
+        let known = selected
+            .iter()
+            .any(|(_, d)| d.params.iter().any(|p| p.name.name == *n));
+        if !known && !selected.is_empty() {
+            let names = selected
+                .iter()
+                .flat_map(|(_, d)| d.params.iter().map(|p| p.name.name.clone()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            diags.push(
+                Diag::new(
+                    &codes::UNKNOWN_PARAM,
+                    format!("no kernel here has a parameter `{n}`"),
+                    Span::new(root, 0, 0),
+                )
+                .help(format!("parameters: {names} (names are case-sensitive)")),
+            );
+        }
+    }
+    if diags.iter().any(|d| d.is_error()) {
+        return Err(Failure {
+            diags,
+            sources: Arc::new(sources),
+        });
+    }
+    let spec = check::Spec {
+        target: opts.target,
+        params: opts.params.clone(),
+        specialise: opts.specialise,
+    };
+    let mut ck = check::Checker::new(&program, opts.target);
+    let mut out = Vec::new();
+    for (_, decl) in selected {
+        if let Some(k) = check::check_kernel(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs)
+        {
+            if let Err(e) = ir::verify::verify_kernel(&k, opts.specialise) {
+                ck.error(
+                    Diag::new(
+                        &codes::INTERNAL,
+                        format!(
+                            "internal error: the IR of `{}` is invalid: {}",
+                            k.name, e.message
+                        ),
+                        e.span,
+                    )
+                    .help("this is a bug in pk; please report it with the kernel source"),
+                );
+            }
+            out.push(k);
+        }
+    }
+    diags.extend(ck.diags);
+    if diags.iter().any(|d| d.is_error()) {
+        return Err(Failure {
+            diags,
+            sources: Arc::new(sources),
+        });
+    }
+    Ok(ir::Module {
+        kernels: out,
+        sources: Arc::new(sources),
+    })
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 pub struct FileId(pub u32);
 
 /// A half-open byte range `[start, end)` in one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
     pub file: FileId,
     pub start: u32,
@@ -43,6 +43,13 @@ impl Span {
 
     pub fn is_empty(self) -> bool {
         self.end == self.start
+    }
+}
+
+/// Spans print compactly (`12..30`) so that AST dumps stay readable.
+impl std::fmt::Debug for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
     }
 }
 

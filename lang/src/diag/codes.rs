@@ -314,6 +314,11 @@ codes! {
         why: "Integer parameters take integers (or constant expressions); dtype parameters take a dtype name.",
         example: "-p bm=big   // error\n-p bm=256",
     }
+    INTERNAL = "PK0999" "internal-error" {
+        what: "pk produced invalid IR for a kernel it accepted.",
+        why: "The IR verifier found a broken invariant; this is a bug in pk, not in the kernel.",
+        example: "Please report the kernel source with the message.",
+    }
     NO_KERNEL = "PK0404" "kernel-selection" {
         what: "The file has no kernel of that name, or several kernels and no `--kernel`.",
         why: "Commands that specialise a kernel need exactly one.",

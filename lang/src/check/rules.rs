@@ -1,0 +1,429 @@
+//! TPU rules that need a whole kernel header: block tiling and packing,
+//! block/array agreement, VMEM and SMEM budgets, and output races.
+
+use super::Checker;
+use crate::ast;
+use crate::diag::{codes, Diag};
+use crate::ir::{
+    self, BlockDim, Dim, Func, Kernel, OpKind, RefType, Role, Semantics, Space, Value,
+};
+use crate::span::Span;
+use std::collections::HashSet;
+
+const LANES: i64 = 128;
+
+pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged: bool) {
+    for o in &k.operands {
+        let Some(b) = &o.block else {
+            continue;
+        };
+        let span = block_span(decl, &o.name).unwrap_or(o.span);
+        if o.space == Space::Any {
+            ck.error(
+                Diag::new(&codes::ANY_ACCESS, format!("`{}` is in HBM (`any`) and cannot be blocked", o.name), span)
+                    .label("blocks are copied to VMEM or SMEM")
+                    .help("drop `block ... at (...)` and write `in any`; copy windows yourself with `copy_start`"),
+            );
+            continue;
+        }
+        if b.dims.len() != o.shape.len() {
+            continue;
+        }
+        block_fits(ck, o, &b.dims, span, ragged);
+        if o.space == Space::Vmem {
+            tiling(ck, o, &b.dims, span);
+        }
+    }
+    budgets(ck, k, decl);
+    races(ck, k, decl);
+}
+
+fn block_span(decl: &ast::KernelDecl, name: &str) -> Option<Span> {
+    decl.inputs
+        .iter()
+        .chain(&decl.outputs)
+        .find(|o| o.name.name == name)
+        .and_then(|o| match &o.placement {
+            ast::Placement::Block { span, .. } => Some(*span),
+            _ => None,
+        })
+}
+
+/// Each block dimension must lie inside its array dimension and divide it
+/// unless the grid opted into a ragged last block with `cdiv`.
+fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span, ragged: bool) {
+    for (i, (bd, ad)) in dims.iter().zip(&o.shape).enumerate() {
+        let (Some(b), Some(a)) = (bd.extent().known(), ad.known()) else {
+            continue;
+        };
+        if b > a {
+            ck.error(
+                Diag::new(
+                    &codes::BLOCK_TOO_LARGE,
+                    format!(
+                        "block dimension {i} of `{}` is {b}, larger than the array's {a}",
+                        o.name
+                    ),
+                    span,
+                )
+                .label("block larger than array")
+                .help(format!(
+                    "use a block of at most {a} (or exactly {a} to take the whole dimension)"
+                )),
+            );
+        } else if a % b != 0 && !ragged {
+            ck.error(
+                Diag::new(&codes::GRID_DIVISIBILITY, format!("block dimension {i} of `{}` ({b}) does not divide the array's {a}", o.name), span)
+                    .label("partial last block")
+                    .help("choose a block size that divides the array, or write the grid extent as `cdiv(N, b)` to allow a ragged last block"),
+            );
+        }
+    }
+}
+
+/// Mosaic's layout rule for VMEM blocks: the last two dimensions are
+/// multiples of the (sublane, lane) tile or equal to the array's.
+fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span) {
+    let rank = dims.len();
+    let d = o.dtype;
+    let tile = d.sublane_tile() as i64;
+    let ok = |b: &Dim, a: &Dim, m: i64| -> Option<bool> {
+        if b == a {
+            return Some(true);
+        }
+        let bv = b.known()?;
+        Some(bv % m == 0 || a.known() == Some(bv))
+    };
+    if rank == 1 {
+        let m = 1024 * (32 / i64::from(d.bits()));
+        if ok(&dims[0].extent(), &o.shape[0], m) == Some(false) {
+            ck.error(
+                Diag::new(
+                    &codes::BLOCK_RANK1,
+                    format!(
+                        "the 1-D block of `{}` is {}, not a multiple of {m} nor the whole array",
+                        o.name,
+                        dims[0].extent()
+                    ),
+                    span,
+                )
+                .label("not a whole number of vreg tiles")
+                .help(format!(
+                    "use a multiple of {m} elements, or the full length {}",
+                    o.shape[0]
+                )),
+            );
+        }
+        return;
+    }
+    if rank == 0 {
+        return;
+    }
+    let (bl, al) = (dims[rank - 1].extent(), &o.shape[rank - 1]);
+    if ok(&bl, al, LANES) == Some(false) {
+        ck.error(
+            Diag::new(&codes::BLOCK_TILING, format!("the last block dimension of `{}` is {bl}, not a multiple of 128 nor the array's {al}", o.name), span)
+                .label("breaks the (8, 128) tiling")
+                .help("make the last block dimension a multiple of 128 lanes, or equal to the array's"),
+        );
+    }
+    let (bs, as_) = (dims[rank - 2].extent(), &o.shape[rank - 2]);
+    if ok(&bs, as_, 8) == Some(false) {
+        ck.error(
+            Diag::new(&codes::BLOCK_TILING, format!("the second-to-last block dimension of `{}` is {bs}, not a multiple of 8 nor the array's {as_}", o.name), span)
+                .label("breaks the (8, 128) tiling")
+                .help("make it a multiple of 8 sublanes, or equal to the array's"),
+        );
+    } else if tile > 8 && ok(&bs, as_, tile) == Some(false) {
+        ck.error(
+            Diag::new(&codes::BLOCK_PACKING, format!("`{}` is {d}: its second-to-last block dimension must be a multiple of {tile}, found {bs}", o.name), span)
+                .label(format!("{d} packs {} rows per sublane", tile / 8))
+                .help(format!("use a multiple of {tile} rows (or the array's {as_})")),
+        );
+    }
+}
+
+/// Bytes a ref occupies in VMEM with its tiled layout (last dim padded to
+/// 128 lanes, second-to-last to the dtype's sublane tile).
+pub fn padded_bytes(t: &RefType) -> Option<u64> {
+    let mut dims: Vec<u64> = t
+        .shape
+        .iter()
+        .map(|d| d.known().map(|v| v.max(0) as u64))
+        .collect::<Option<_>>()?;
+    let n = dims.len();
+    if n >= 1 {
+        dims[n - 1] = dims[n - 1].div_ceil(128) * 128;
+    }
+    if n >= 2 {
+        let s = t.dtype.sublane_tile();
+        dims[n - 2] = dims[n - 2].div_ceil(s) * s;
+    }
+    Some(dims.iter().product::<u64>() * t.dtype.bytes())
+}
+
+fn mib(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
+    let target = ck.target;
+    let mut vmem: Vec<(String, u64)> = Vec::new();
+    let mut smem: Vec<(String, u64)> = Vec::new();
+    for o in &k.operands {
+        let t = &k.refs[o.ref_id].ty;
+        let Some(bytes) = padded_bytes(t) else {
+            continue;
+        };
+        match (o.space, o.block.is_some()) {
+            (Space::Vmem, true) => vmem.push((
+                format!("`{}` block {} x2 (double-buffered)", o.name, t),
+                2 * bytes,
+            )),
+            (Space::Vmem, false) => vmem.push((format!("`{}` whole array {}", o.name, t), bytes)),
+            (Space::Smem, _) => smem.push((format!("`{}`", o.name), t.bytes().unwrap_or(0).max(4))),
+            _ => {}
+        }
+    }
+    for s in &k.scratch {
+        let t = &k.refs[s.ref_id].ty;
+        match t.space {
+            Space::Vmem => {
+                if let Some(b) = padded_bytes(t) {
+                    vmem.push((format!("scratch `{}` {}", s.name, t), b));
+                }
+            }
+            Space::Smem => smem.push((format!("scratch `{}`", s.name), t.bytes().unwrap_or(0))),
+            _ => {}
+        }
+    }
+    let limit_span = decl
+        .clauses
+        .iter()
+        .find_map(|c| match c {
+            ast::Clause::VmemLimit(_, s) => Some(*s),
+            _ => None,
+        })
+        .unwrap_or(decl.name.span);
+    if let Some(l) = k.vmem_limit {
+        if l > target.vmem_bytes() {
+            ck.error(
+                Diag::new(
+                    &codes::VMEM_BUDGET,
+                    format!(
+                        "`vmem_limit` {} exceeds {target}'s VMEM of {}",
+                        mib(l),
+                        mib(target.vmem_bytes())
+                    ),
+                    limit_span,
+                )
+                .label("more than the chip has")
+                .help(format!("set at most {} bytes", target.vmem_bytes())),
+            );
+        }
+    }
+    let limit = k
+        .vmem_limit
+        .unwrap_or(target.vmem_bytes())
+        .min(target.vmem_bytes());
+    let total: u64 = vmem.iter().map(|(_, b)| b).sum();
+    if total > limit {
+        let what = if k.vmem_limit.is_some() {
+            "the kernel's `vmem_limit`".to_string()
+        } else {
+            format!("{target}'s VMEM")
+        };
+        let mut d = Diag::new(
+            &codes::VMEM_BUDGET,
+            format!(
+                "kernel needs {} of VMEM, more than {what} ({})",
+                mib(total),
+                mib(limit)
+            ),
+            decl.name.span,
+        )
+        .label("does not fit in VMEM")
+        .help("use smaller blocks or fewer scratch buffers");
+        for (what, b) in &vmem {
+            d = d.note(format!("{what}: {}", mib(*b)));
+        }
+        ck.error(d);
+    }
+    let stotal: u64 = smem.iter().map(|(_, b)| b).sum();
+    if stotal > target.smem_bytes() {
+        let mut d = Diag::new(
+            &codes::SMEM_BUDGET,
+            format!(
+                "kernel needs {} of SMEM, more than the {}",
+                mib(stotal),
+                mib(target.smem_bytes())
+            ),
+            decl.name.span,
+        )
+        .label("does not fit in SMEM")
+        .help("keep large tables in `any` (HBM) and copy the part you need");
+        for (what, b) in &smem {
+            d = d.note(format!("{what}: {}", mib(*b)));
+        }
+        ck.error(d);
+    }
+}
+
+/// An output whose index map ignores a `parallel` axis is written by several
+/// parallel steps at once.
+fn races(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
+    for o in k.operands.iter().filter(|o| o.role == Role::Output) {
+        let Some(b) = &o.block else {
+            continue;
+        };
+        for (axis, g) in k.grid.iter().enumerate() {
+            if g.semantics != Semantics::Parallel || g.extent == Dim::Known(1) {
+                continue;
+            }
+            if !depends_on(&b.index_map, axis) {
+                let span = block_span(decl, &o.name).unwrap_or(o.span);
+                let gspan = decl
+                    .clauses
+                    .iter()
+                    .find_map(|c| match c {
+                        ast::Clause::Grid(dims, _) => {
+                            dims.iter().find(|d| d.name.name == g.name).map(|d| d.span)
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(decl.name.span);
+                ck.error(
+                    Diag::new(
+                        &codes::SEMANTICS,
+                        format!(
+                            "output `{}` is written by every step of parallel axis `{}`",
+                            o.name, g.name
+                        ),
+                        span,
+                    )
+                    .label(format!("the index map does not use `{}`", g.name))
+                    .with(gspan, "declared parallel here")
+                    .help(format!(
+                        "mark `{}` as `arbitrary` to accumulate over it, or index the output by it",
+                        g.name
+                    )),
+                );
+            }
+        }
+    }
+}
+
+/// Whether any value the index map yields depends on grid index `axis`.
+fn depends_on(f: &Func, axis: usize) -> bool {
+    let Some(entry) = f.entry else {
+        return false;
+    };
+    let Some(&p) = f.blocks[entry].params.get(axis) else {
+        return false;
+    };
+    let mut tainted: HashSet<Value> = HashSet::from([p]);
+    // Ops are appended in program order, so one forward pass over the arena
+    // sees every operand before its users.
+    for (_, op) in f.ops.iter() {
+        let uses = operands(f, &op.kind);
+        if uses.iter().any(|u| tainted.contains(u)) {
+            tainted.extend(op.results.iter().copied());
+        }
+    }
+    f.blocks[entry].yields.iter().any(|y| tainted.contains(y))
+}
+
+fn operands(f: &Func, k: &OpKind) -> Vec<Value> {
+    let view = |v: &ir::RefView| -> Vec<Value> {
+        v.index
+            .iter()
+            .filter_map(|s| match s {
+                ir::Slice::Index(ir::Start::Dyn(x))
+                | ir::Slice::Range {
+                    start: ir::Start::Dyn(x),
+                    ..
+                } => Some(*x),
+                _ => None,
+            })
+            .collect()
+    };
+    match k {
+        OpKind::Const(_) | OpKind::Iota { .. } => vec![],
+        OpKind::Unary(_, a)
+        | OpKind::Cast(a)
+        | OpKind::Bitcast(a)
+        | OpKind::Splat(a)
+        | OpKind::Broadcast(a)
+        | OpKind::Reshape(a)
+        | OpKind::Transpose(a, _) => vec![*a],
+        OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => vec![*a, *b],
+        OpKind::Select {
+            cond,
+            on_true,
+            on_false,
+        } => vec![*cond, *on_true, *on_false],
+        OpKind::Reduce { value, .. } => vec![*value],
+        OpKind::Dot { lhs, rhs, .. } => vec![*lhs, *rhs],
+        OpKind::Roll { value, shift, .. } => vec![*value, *shift],
+        OpKind::Load(v) => view(v),
+        OpKind::Store(v, x) => {
+            let mut u = view(v);
+            u.push(*x);
+            u
+        }
+        OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
+            [view(src), view(dst), view(sem)].concat()
+        }
+        OpKind::If {
+            cond,
+            then_block,
+            else_block,
+        } => {
+            let mut u = vec![*cond];
+            u.extend(f.blocks[*then_block].yields.iter().copied());
+            u.extend(f.blocks[*else_block].yields.iter().copied());
+            u
+        }
+        OpKind::For {
+            lo,
+            hi,
+            inits,
+            body,
+            ..
+        } => {
+            let mut u = vec![*lo, *hi];
+            u.extend(inits.iter().copied());
+            u.extend(f.blocks[*body].yields.iter().copied());
+            u
+        }
+        OpKind::While { inits, body, .. } => {
+            let mut u = inits.clone();
+            u.extend(f.blocks[*body].yields.iter().copied());
+            u
+        }
+    }
+}
+
+/// The VMEM bytes each operand and scratch buffer takes (for reports).
+pub fn vmem_report(k: &Kernel) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for o in &k.operands {
+        if o.space == Space::Vmem {
+            if let Some(b) = padded_bytes(&k.refs[o.ref_id].ty) {
+                out.push((o.name.clone(), if o.block.is_some() { 2 * b } else { b }));
+            }
+        }
+    }
+    for s in &k.scratch {
+        if k.refs[s.ref_id].ty.space == Space::Vmem {
+            if let Some(b) = padded_bytes(&k.refs[s.ref_id].ty) {
+                out.push((s.name.clone(), b));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,715 @@
+//! Statements and structured control flow.
+//!
+//! `let mut` variables are SSA values that the builder tracks in slots. An
+//! `if`, `for` or `while` whose body assigns an outer variable carries it:
+//! the variable becomes a yielded result of the `If`, or a block parameter
+//! and yielded value of the loop, exactly as MLIR's `scf` ops carry values.
+
+use super::builder::{Binding, Builder, Mode};
+use super::value::Val;
+use crate::ast::{self, AssignOp, BinOp, Block, Expr, ExprKind, Stmt};
+use crate::diag::{codes, Diag};
+use crate::ir::{DType, Literal, OpKind, Type, Value};
+use crate::span::Span;
+use std::collections::{BTreeSet, HashMap};
+
+impl Builder<'_, '_> {
+    /// Checks a block in a new scope and returns its tail value.
+    pub fn block_value(&mut self, b: &Block) -> Val {
+        self.scopes.push(HashMap::new());
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+        let v = match &b.tail {
+            Some(t) => {
+                if let ExprKind::If(c, th, el) = &t.kind {
+                    self.if_expr(c, th, el.as_deref(), t.span, false)
+                } else {
+                    self.expr(t)
+                }
+            }
+            None => Val::Unit,
+        };
+        self.scopes.pop();
+        v
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Let {
+                name,
+                mutable,
+                ty,
+                value,
+                span,
+            } => {
+                let v = match &value.kind {
+                    ExprKind::If(c, t, f) => self.if_expr(c, t, f.as_deref(), value.span, true),
+                    _ => self.expr(value),
+                };
+                let v = match ty {
+                    Some(t) => self.annotated(t, v, value.span),
+                    None => v,
+                };
+                if *mutable {
+                    if matches!(v, Val::Err) {
+                        self.bind(&name.name, Binding::Val(Val::Err));
+                        return;
+                    }
+                    let Some(x) = self.mutable_value(v, value.span) else {
+                        self.bind(&name.name, Binding::Val(Val::Err));
+                        return;
+                    };
+                    self.slots.push((x, name.name.clone()));
+                    let i = self.slots.len() - 1;
+                    self.bind(&name.name, Binding::Mut(i));
+                } else {
+                    if matches!(v, Val::Unit) {
+                        self.error(
+                            Diag::new(
+                                &codes::NO_VALUE,
+                                "this expression produces no value",
+                                value.span,
+                            )
+                            .label("nothing to bind"),
+                        );
+                    }
+                    let _ = span;
+                    self.bind(&name.name, Binding::Val(v));
+                }
+            }
+            Stmt::Assign {
+                target,
+                op,
+                value,
+                span,
+            } => self.assign(target, *op, value, *span),
+            Stmt::Expr(e) => {
+                let _ = match &e.kind {
+                    ExprKind::If(c, t, f) => self.if_expr(c, t, f.as_deref(), e.span, false),
+                    _ => self.expr(e),
+                };
+            }
+            Stmt::For {
+                var,
+                lo,
+                hi,
+                step,
+                body,
+                span,
+            } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
+            Stmt::While { cond, body, span } => self.while_loop(cond, body, *span),
+        }
+    }
+
+    /// `let x: T[...] = v`: converts constants, checks values.
+    fn annotated(&mut self, t: &ast::TypeExpr, v: Val, span: Span) -> Val {
+        if matches!(v, Val::Err) {
+            return Val::Err;
+        }
+        let Some(d) = self.dtype_name(&t.dtype) else {
+            return Val::Err;
+        };
+        let mut shape = Vec::new();
+        for dim in t.shape.iter().flatten() {
+            match dim {
+                ast::DimExpr::Expr(e) => match self.const_dim(e, "a dimension") {
+                    Some(x) => shape.push(x),
+                    None => return Val::Err,
+                },
+                ast::DimExpr::Rest(sp) => {
+                    return self.error(
+                        Diag::new(
+                            &codes::ARITY,
+                            "`..` is only allowed in function parameter types",
+                            *sp,
+                        )
+                        .label("not here"),
+                    );
+                }
+            }
+        }
+        let want = Type::of(d, shape);
+        if let Val::V(x) = &v {
+            let have = self.ty(*x);
+            if have != want {
+                return self.error(
+                    Diag::new(
+                        &codes::TYPE_MISMATCH,
+                        format!("expected `{want}`, found `{have}`"),
+                        span,
+                    )
+                    .label(format!("this is {have}"))
+                    .with(t.span, "declared type"),
+                );
+            }
+            return v;
+        }
+        match self.coerce(v, &want, span) {
+            Some(x) => Val::V(x),
+            None => Val::Err,
+        }
+    }
+
+    fn mutable_value(&mut self, v: Val, span: Span) -> Option<Value> {
+        if matches!(v, Val::Ref(_) | Val::Dtype(_) | Val::List(_)) {
+            let d = self.describe(&v);
+            self.error(
+                Diag::new(
+                    &codes::WRONG_KIND,
+                    format!("a `let mut` binding holds a value, not {d}"),
+                    span,
+                )
+                .label("not a value"),
+            );
+            return None;
+        }
+        self.value(v, span)
+    }
+
+    fn assign(&mut self, target: &Expr, op: AssignOp, value: &Expr, span: Span) {
+        let rhs = match &value.kind {
+            ExprKind::If(c, t, f) => self.if_expr(c, t, f.as_deref(), value.span, true),
+            _ => self.expr(value),
+        };
+        let bin = match op {
+            AssignOp::Set => None,
+            AssignOp::Add => Some(BinOp::Add),
+            AssignOp::Sub => Some(BinOp::Sub),
+            AssignOp::Mul => Some(BinOp::Mul),
+            AssignOp::Div => Some(BinOp::Div),
+        };
+        match &target.kind {
+            ExprKind::Name(p) if p.segments.len() == 1 => {
+                let name = &p.segments[0].name;
+                match self.lookup_local(name) {
+                    Some(Binding::Mut(i)) => {
+                        let old = self.slots[i].0;
+                        let new = match bin {
+                            Some(b) => {
+                                self.binary(b, Val::V(old), target.span, rhs, value.span, span)
+                            }
+                            None => rhs,
+                        };
+                        if matches!(new, Val::Err) {
+                            return;
+                        }
+                        let want = self.ty(old);
+                        if let Val::V(x) = &new {
+                            let have = self.ty(*x);
+                            if have != want {
+                                self.error(
+                                    Diag::new(&codes::CARRIED_TYPE, format!("`{name}` is `{want}` but is assigned `{have}`"), value.span)
+                                        .label(format!("this is {have}"))
+                                        .help("a `let mut` binding keeps its type; broadcast or convert the value first"),
+                                );
+                                return;
+                            }
+                        }
+                        if let Some(x) = self.coerce(new, &want, value.span) {
+                            self.slots[i].0 = x;
+                        }
+                    }
+                    Some(Binding::Val(_)) => {
+                        self.error(
+                            Diag::new(
+                                &codes::IMMUTABLE,
+                                format!("`{name}` is not mutable"),
+                                target.span,
+                            )
+                            .label("assigned here")
+                            .help(format!("declare it with `let mut {name} = ...`")),
+                        );
+                    }
+                    None => {
+                        self.expr(target);
+                    }
+                }
+            }
+            ExprKind::Index(base, idx) => {
+                let Some((view, ty)) = self.ref_view(base, idx, target.span) else {
+                    return;
+                };
+                if !self.check_access(&view, &ty, target.span, "written") {
+                    return;
+                }
+                if self.mode != Mode::Body {
+                    self.error(
+                        Diag::new(
+                            &codes::NOT_ASSIGNABLE,
+                            "refs can only be written in kernel bodies",
+                            target.span,
+                        )
+                        .label("not in a kernel body"),
+                    );
+                    return;
+                }
+                let new = match bin {
+                    Some(b) => {
+                        let Some(old) =
+                            self.emit_v(OpKind::Load(view.clone()), ty.clone(), target.span)
+                        else {
+                            return;
+                        };
+                        self.binary(b, Val::V(old), target.span, rhs, value.span, span)
+                    }
+                    None => rhs,
+                };
+                if matches!(new, Val::Err) {
+                    return;
+                }
+                if let Val::V(x) = &new {
+                    let have = self.ty(*x);
+                    if have.dtype() != ty.dtype() {
+                        self.error(
+                            Diag::new(
+                                &codes::TYPE_MISMATCH,
+                                format!("cannot store `{have}` into a `{}` window", ty),
+                                value.span,
+                            )
+                            .label(format!("this is {have}"))
+                            .with(target.span, format!("the window is {ty}"))
+                            .help(format!("convert with `as {}`", ty.dtype())),
+                        );
+                        return;
+                    }
+                }
+                if let Some(x) = self.coerce(new, &ty, value.span) {
+                    self.f.push(self.cur, OpKind::Store(view, x), &[], span);
+                }
+            }
+            _ => {
+                self.error(
+                    Diag::new(
+                        &codes::NOT_ASSIGNABLE,
+                        "cannot assign to this expression",
+                        target.span,
+                    )
+                    .label("not a ref window or `let mut` binding")
+                    .help("write to a ref (`y[..] = v;`) or to a `let mut` variable"),
+                );
+            }
+        }
+    }
+
+    /// The outer `let mut` variables that a block assigns, as slot indices.
+    fn carried(&self, blocks: &[&Block]) -> Vec<usize> {
+        let mut names = BTreeSet::new();
+        for b in blocks {
+            assigned_names(b, &mut names);
+        }
+        let mut slots: Vec<usize> = names
+            .iter()
+            .filter_map(|n| match self.lookup_local(n) {
+                Some(Binding::Mut(i)) => Some(i),
+                _ => None,
+            })
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        slots
+    }
+
+    /// A scalar bool condition (or a constant).
+    fn condition(&mut self, c: &Expr) -> Option<Val> {
+        let v = self.expr(c);
+        match v {
+            Val::Bool(_) | Val::Err => Some(v),
+            other => {
+                let x = self.value(other, c.span)?;
+                let t = self.ty(x);
+                if t != Type::Scalar(DType::Bool) {
+                    self.error(
+                        Diag::new(
+                            &codes::BAD_CONDITION,
+                            format!("a condition must be a scalar bool, found `{t}`"),
+                            c.span,
+                        )
+                        .label(format!("this is {t}"))
+                        .help("to choose per element, use `where(cond, a, b)`"),
+                    );
+                    return None;
+                }
+                Some(Val::V(x))
+            }
+        }
+    }
+
+    /// `if c { a } else { b }`; `want` says whether its value is used.
+    pub fn if_expr(
+        &mut self,
+        c: &Expr,
+        then: &Block,
+        els: Option<&Expr>,
+        span: Span,
+        want: bool,
+    ) -> Val {
+        let Some(cond) = self.condition(c) else {
+            return Val::Err;
+        };
+        let else_block = |e: &Expr| -> Option<Block> {
+            match &e.kind {
+                ExprKind::Block(b) => Some(b.clone()),
+                _ => Some(Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e.clone())),
+                    span: e.span,
+                }),
+            }
+        };
+        let els_block = els.and_then(else_block);
+        // A constant condition checks and builds only the branch taken.
+        if let Val::Bool(b) = cond {
+            return match (b, &els_block) {
+                (true, _) => self.block_value(then),
+                (false, Some(e)) => self.block_value(e),
+                (false, None) => Val::Unit,
+            };
+        }
+        let Val::V(cond) = cond else {
+            return Val::Err;
+        };
+        if self.mode != Mode::Body && self.mode != Mode::IndexMap {
+            return self.emit(
+                OpKind::Const(Literal::Bool(false)),
+                Type::Scalar(DType::Bool),
+                span,
+            );
+        }
+        let mut blocks = vec![then];
+        if let Some(e) = &els_block {
+            blocks.push(e);
+        }
+        let carried = self.carried(&blocks);
+        let before: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
+        let outer = self.cur;
+
+        let tb = self.f.new_block(&[]);
+        self.cur = tb;
+        let tv = self.block_value(then);
+        let t_end = self.cur;
+        let t_slots: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = before[k];
+        }
+
+        let eb = self.f.new_block(&[]);
+        self.cur = eb;
+        let ev = match &els_block {
+            Some(b) => self.block_value(b),
+            None => Val::Unit,
+        };
+        let e_end = self.cur;
+        let e_slots: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
+
+        // The value of the `if`, when it has one.
+        let mut result_ty = None;
+        let (mut ty_y, mut ey_y) = (Vec::new(), Vec::new());
+        let has_value = want && !matches!(tv, Val::Unit) && !matches!(ev, Val::Unit);
+        if want && els_block.is_none() {
+            self.cur = outer;
+            return self.error(
+                Diag::new(
+                    &codes::BRANCH_MISMATCH,
+                    "an `if` used as a value needs an `else`",
+                    span,
+                )
+                .label("no else branch")
+                .help("add `else { ... }` producing a value of the same type"),
+            );
+        }
+        if has_value {
+            match self.unify_branches(
+                tv,
+                t_end,
+                then.span,
+                ev,
+                e_end,
+                els.map(|e| e.span).unwrap_or(span),
+                span,
+            ) {
+                Some((a, b)) => {
+                    result_ty = Some(self.ty(a));
+                    ty_y.push(a);
+                    ey_y.push(b);
+                }
+                None => {
+                    self.cur = outer;
+                    return Val::Err;
+                }
+            }
+        }
+        ty_y.extend(t_slots);
+        ey_y.extend(e_slots);
+        self.f.blocks[t_end].yields = ty_y;
+        self.f.blocks[e_end].yields = ey_y;
+        // Branch-local blocks nest: the op goes in the block we started in.
+        self.cur = outer;
+        let mut types: Vec<Type> = result_ty.iter().cloned().collect();
+        types.extend(before.iter().map(|v| self.ty(*v)));
+        let op = self.f.push(
+            outer,
+            OpKind::If {
+                cond,
+                then_block: tb,
+                else_block: eb,
+            },
+            &types,
+            span,
+        );
+        let results = self.f.ops[op].results.clone();
+        let off = usize::from(result_ty.is_some());
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = results[off + k];
+        }
+        if result_ty.is_some() {
+            Val::V(results[0])
+        } else {
+            Val::Unit
+        }
+    }
+
+    /// Gives both branch values one type; constants are materialised in
+    /// their own branch's block.
+    #[allow(clippy::too_many_arguments)]
+    fn unify_branches(
+        &mut self,
+        a: Val,
+        ab: crate::ir::BlockId,
+        asp: Span,
+        b: Val,
+        bb: crate::ir::BlockId,
+        bsp: Span,
+        span: Span,
+    ) -> Option<(Value, Value)> {
+        let saved = self.cur;
+        let ty_of = |s: &Self, v: &Val| match v {
+            Val::V(x) => Some(s.ty(*x)),
+            _ => None,
+        };
+        let (ta, tb) = (ty_of(self, &a), ty_of(self, &b));
+        let target = match (&ta, &tb) {
+            (Some(x), Some(y)) if x != y => {
+                self.error(
+                    Diag::new(
+                        &codes::BRANCH_MISMATCH,
+                        format!("`if` branches have different types: `{x}` and `{y}`"),
+                        span,
+                    )
+                    .with(asp, format!("this is {x}"))
+                    .with(bsp, format!("this is {y}")),
+                );
+                return None;
+            }
+            (Some(x), _) => Some(x.clone()),
+            (_, Some(y)) => Some(y.clone()),
+            _ => None,
+        };
+        self.cur = ab;
+        let x = match &target {
+            Some(t) => self.coerce(a, t, asp),
+            None => self.value(a, asp),
+        };
+        let t = x.map(|x| self.ty(x));
+        self.cur = bb;
+        let y = match (&target, &t) {
+            (Some(tt), _) => self.coerce(b, tt, bsp),
+            (None, Some(tt)) => self.coerce(b, tt, bsp),
+            _ => self.value(b, bsp),
+        };
+        self.cur = saved;
+        Some((x?, y?))
+    }
+
+    /// A loop bound: a constant or a scalar i32.
+    fn bound(&mut self, e: &Expr) -> Option<Value> {
+        let v = self.expr(e);
+        let x = self.value_as(v, DType::I32, e.span)?;
+        if self.ty(x) != Type::Scalar(DType::I32) {
+            let t = self.ty(x);
+            self.error(
+                Diag::new(
+                    &codes::TYPE_MISMATCH,
+                    format!("a loop bound must be a scalar i32, found `{t}`"),
+                    e.span,
+                )
+                .label(format!("this is {t}")),
+            );
+            return None;
+        }
+        Some(x)
+    }
+
+    fn for_loop(
+        &mut self,
+        var: &ast::Ident,
+        lo: &Expr,
+        hi: &Expr,
+        step: Option<&Expr>,
+        body: &Block,
+        span: Span,
+    ) {
+        if self.mode != Mode::Body {
+            self.error(
+                Diag::new(
+                    &codes::NOT_CONSTANT,
+                    "loops are only allowed in kernel bodies",
+                    span,
+                )
+                .label("not here"),
+            );
+            return;
+        }
+        let (lo, hi) = (self.bound(lo), self.bound(hi));
+        let step = match step {
+            Some(s) => match self.const_int(s, "a loop step") {
+                Some(v) if v > 0 => Some(v as u64),
+                Some(v) => {
+                    self.error(
+                        Diag::new(&codes::CONST_EVAL, "a loop step must be positive", s.span)
+                            .label(format!("this is {v}")),
+                    );
+                    None
+                }
+                None => None,
+            },
+            None => Some(1),
+        };
+        let (Some(lo), Some(hi), Some(step)) = (lo, hi, step) else {
+            return;
+        };
+        let carried = self.carried(&[body]);
+        let inits: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
+        let mut ptypes = vec![Type::Scalar(DType::I32)];
+        ptypes.extend(inits.iter().map(|v| self.ty(*v)));
+        let outer = self.cur;
+        let bb = self.f.new_block(&ptypes);
+        let params = self.f.blocks[bb].params.clone();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = params[k + 1];
+        }
+        self.cur = bb;
+        self.scopes.push(HashMap::new());
+        self.bind(&var.name, Binding::Val(Val::V(params[0])));
+        let _ = self.block_value(body);
+        self.scopes.pop();
+        let end = self.cur;
+        self.f.blocks[end].yields = carried.iter().map(|i| self.slots[*i].0).collect();
+        self.cur = outer;
+        let types: Vec<Type> = inits.iter().map(|v| self.ty(*v)).collect();
+        let op = self.f.push(
+            outer,
+            OpKind::For {
+                lo,
+                hi,
+                step,
+                inits,
+                body: bb,
+            },
+            &types,
+            span,
+        );
+        let results = self.f.ops[op].results.clone();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = results[k];
+        }
+    }
+
+    fn while_loop(&mut self, cond: &Expr, body: &Block, span: Span) {
+        if self.mode != Mode::Body {
+            self.error(
+                Diag::new(
+                    &codes::NOT_CONSTANT,
+                    "loops are only allowed in kernel bodies",
+                    span,
+                )
+                .label("not here"),
+            );
+            return;
+        }
+        let carried = self.carried(&[body]);
+        let inits: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
+        let types: Vec<Type> = inits.iter().map(|v| self.ty(*v)).collect();
+        let outer = self.cur;
+
+        let cb = self.f.new_block(&types);
+        let cparams = self.f.blocks[cb].params.clone();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = cparams[k];
+        }
+        self.cur = cb;
+        let c = match self.condition(cond) {
+            Some(Val::Bool(b)) => {
+                self.literal(Literal::Bool(b), Type::Scalar(DType::Bool), cond.span)
+            }
+            Some(Val::V(x)) => Some(x),
+            _ => None,
+        };
+        let cend = self.cur;
+        let Some(c) = c else {
+            self.cur = outer;
+            return;
+        };
+        self.f.blocks[cend].yields = vec![c];
+
+        let bb = self.f.new_block(&types);
+        let bparams = self.f.blocks[bb].params.clone();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = bparams[k];
+        }
+        self.cur = bb;
+        let _ = self.block_value(body);
+        let bend = self.cur;
+        self.f.blocks[bend].yields = carried.iter().map(|i| self.slots[*i].0).collect();
+        self.cur = outer;
+        let op = self.f.push(
+            outer,
+            OpKind::While {
+                inits,
+                cond: cb,
+                body: bb,
+            },
+            &types,
+            span,
+        );
+        let results = self.f.ops[op].results.clone();
+        for (k, i) in carried.iter().enumerate() {
+            self.slots[*i].0 = results[k];
+        }
+    }
+}
+
+/// Names assigned (`name = ...`, `name += ...`) anywhere inside a block.
+fn assigned_names(b: &Block, out: &mut BTreeSet<String>) {
+    for s in &b.stmts {
+        match s {
+            Stmt::Assign { target, value, .. } => {
+                if let ExprKind::Name(p) = &target.kind {
+                    if p.segments.len() == 1 {
+                        out.insert(p.segments[0].name.clone());
+                    }
+                }
+                expr_assigned(value, out);
+            }
+            Stmt::Let { value, .. } => expr_assigned(value, out),
+            Stmt::Expr(e) => expr_assigned(e, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } => assigned_names(body, out),
+        }
+    }
+    if let Some(t) = &b.tail {
+        expr_assigned(t, out);
+    }
+}
+
+fn expr_assigned(e: &Expr, out: &mut BTreeSet<String>) {
+    match &e.kind {
+        ExprKind::If(_, t, f) => {
+            assigned_names(t, out);
+            if let Some(f) = f {
+                expr_assigned(f, out);
+            }
+        }
+        ExprKind::Block(b) => assigned_names(b, out),
+        _ => {}
+    }
+}

@@ -1,0 +1,311 @@
+//! Name resolution at module level: loads the files that `use` names,
+//! builds each module's namespace (items and imports), and reports unknown
+//! modules, unknown imports and duplicate items.
+//!
+//! Names inside bodies are scoped (locals shadow kernel names, which shadow
+//! module items, which shadow builtins); the checker looks them up through
+//! [`Program::lookup`] while it builds IR, so no name survives into the IR.
+
+use crate::ast::{self, Item};
+use crate::diag::{codes, Diag};
+use crate::parse;
+use crate::span::{FileId, SourceMap, Span};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The standard library, compiled into pk so it works from any directory.
+pub const STD_MODULES: &[(&str, &str)] = &[
+    ("math", include_str!("../../std/math.pk")),
+    ("nn", include_str!("../../std/nn.pk")),
+];
+
+/// An index into [`Program::modules`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ModId(pub usize);
+
+/// What a module-level name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemRef {
+    /// Index into the module's `ast.items`.
+    Const(ModId, usize),
+    Fn(ModId, usize),
+    Kernel(ModId, usize),
+    Module(ModId),
+}
+
+#[derive(Debug)]
+pub struct ModuleInfo {
+    pub name: String,
+    pub file: FileId,
+    pub ast: ast::Module,
+    pub names: HashMap<String, (ItemRef, Span)>,
+}
+
+/// Every module of one compilation; module 0 is the root file.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub modules: Vec<ModuleInfo>,
+}
+
+impl Program {
+    pub fn root(&self) -> &ModuleInfo {
+        &self.modules[0]
+    }
+
+    pub fn module(&self, id: ModId) -> &ModuleInfo {
+        &self.modules[id.0]
+    }
+
+    /// Looks up `path` in module `m`: `a` or `module::item`.
+    pub fn lookup(&self, m: ModId, path: &[ast::Ident]) -> Option<ItemRef> {
+        let mut cur = m;
+        let (last, init) = path.split_last()?;
+        for seg in init {
+            match self.module(cur).names.get(&seg.name) {
+                Some((ItemRef::Module(next), _)) => cur = *next,
+                _ => return None,
+            }
+        }
+        self.module(cur).names.get(&last.name).map(|(r, _)| *r)
+    }
+
+    pub fn fn_decl(&self, m: ModId, i: usize) -> Option<&ast::FnDecl> {
+        match self.module(m).ast.items.get(i) {
+            Some(Item::Fn(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    pub fn const_decl(&self, m: ModId, i: usize) -> Option<&ast::ConstDecl> {
+        match self.module(m).ast.items.get(i) {
+            Some(Item::Const(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn kernel_decl(&self, m: ModId, i: usize) -> Option<&ast::KernelDecl> {
+        match self.module(m).ast.items.get(i) {
+            Some(Item::Kernel(k)) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The kernels of the root module, in source order.
+    pub fn root_kernels(&self) -> Vec<(usize, &ast::KernelDecl)> {
+        self.root()
+            .ast
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, it)| match it {
+                Item::Kernel(k) => Some((i, k)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Loads the root file and everything it uses.
+pub struct Loader<'a> {
+    pub sources: &'a mut SourceMap,
+    /// The directory of the root file, for `use NAME` of sibling modules.
+    pub dir: Option<PathBuf>,
+    pub diags: Vec<Diag>,
+    program: Program,
+    by_key: HashMap<String, ModId>,
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(sources: &'a mut SourceMap, dir: Option<PathBuf>) -> Loader<'a> {
+        Loader {
+            sources,
+            dir,
+            diags: Vec::new(),
+            program: Program::default(),
+            by_key: HashMap::new(),
+        }
+    }
+
+    /// Parses and resolves the root file (already in the source map).
+    pub fn load(mut self, root: FileId) -> (Program, Vec<Diag>) {
+        let name = self.sources.get(root).name.clone();
+        let text = self.sources.get(root).text.clone();
+        self.add_module(name, root, &text);
+        (self.program, self.diags)
+    }
+
+    fn add_module(&mut self, name: String, file: FileId, text: &str) -> ModId {
+        let (ast, diags) = parse::parse(file, text);
+        self.diags.extend(diags);
+        let id = ModId(self.program.modules.len());
+        self.program.modules.push(ModuleInfo {
+            name,
+            file,
+            ast,
+            names: HashMap::new(),
+        });
+        self.by_key.insert(format!("{file:?}"), id);
+        self.bind_items(id);
+        self.bind_uses(id);
+        id
+    }
+
+    fn define(&mut self, m: ModId, name: &ast::Ident, r: ItemRef) {
+        let names = &mut self.program.modules[m.0].names;
+        if let Some((_, first)) = names.get(&name.name) {
+            let first = *first;
+            self.diags.push(
+                Diag::new(
+                    &codes::DUPLICATE,
+                    format!("`{}` is defined twice", name.name),
+                    name.span,
+                )
+                .label("second definition")
+                .with(first, "first defined here")
+                .help("rename one of them"),
+            );
+            return;
+        }
+        names.insert(name.name.clone(), (r, name.span));
+    }
+
+    fn bind_items(&mut self, m: ModId) {
+        let items: Vec<(ast::Ident, ItemRef)> = self.program.modules[m.0]
+            .ast
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, it)| match it {
+                Item::Const(c) => Some((c.name.clone(), ItemRef::Const(m, i))),
+                Item::Fn(f) => Some((f.name.clone(), ItemRef::Fn(m, i))),
+                Item::Kernel(k) => Some((k.name.clone(), ItemRef::Kernel(m, i))),
+                Item::Use(_) => None,
+            })
+            .collect();
+        for (name, r) in items {
+            self.define(m, &name, r);
+        }
+    }
+
+    fn bind_uses(&mut self, m: ModId) {
+        let uses: Vec<ast::UseDecl> = self.program.modules[m.0]
+            .ast
+            .items
+            .iter()
+            .filter_map(|it| match it {
+                Item::Use(u) => Some(u.clone()),
+                _ => None,
+            })
+            .collect();
+        for u in uses {
+            let Some(target) = self.load_module(&u.path) else {
+                continue;
+            };
+            match &u.names {
+                None => {
+                    let last = u.path.last().clone();
+                    self.define(m, &last, ItemRef::Module(target));
+                }
+                Some(names) => {
+                    for n in names {
+                        match self.program.modules[target.0].names.get(&n.name) {
+                            Some((r @ (ItemRef::Const(..) | ItemRef::Fn(..)), _)) => {
+                                let r = *r;
+                                self.define(m, n, r);
+                            }
+                            _ => {
+                                let module = u.path.to_string_path();
+                                self.diags.push(
+                                    Diag::new(
+                                        &codes::PRIVATE_IMPORT,
+                                        format!(
+                                            "`{module}` has no function or constant `{}`",
+                                            n.name
+                                        ),
+                                        n.span,
+                                    )
+                                    .label("not found in that module")
+                                    .help(self.available(target)),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn available(&self, m: ModId) -> String {
+        let mut names: Vec<&String> = self.program.modules[m.0]
+            .names
+            .iter()
+            .filter(|(_, (r, _))| matches!(r, ItemRef::Const(..) | ItemRef::Fn(..)))
+            .map(|(n, _)| n)
+            .collect();
+        names.sort();
+        let list = names
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("it defines: {list}")
+    }
+
+    fn load_module(&mut self, path: &ast::Path) -> Option<ModId> {
+        let segs: Vec<&str> = path.segments.iter().map(|s| s.name.as_str()).collect();
+        let (key, name, text) = if segs.first() == Some(&"std") {
+            let rest = segs[1..].join("::");
+            match STD_MODULES.iter().find(|(n, _)| *n == rest) {
+                Some((n, t)) => (format!("std::{n}"), format!("std/{n}.pk"), t.to_string()),
+                None => {
+                    let list = STD_MODULES
+                        .iter()
+                        .map(|(n, _)| format!("std::{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.diags.push(
+                        Diag::new(
+                            &codes::UNKNOWN_MODULE,
+                            format!("no module `{}`", path.to_string_path()),
+                            path.span,
+                        )
+                        .label("not in the standard library")
+                        .help(format!("the standard library has {list}")),
+                    );
+                    return None;
+                }
+            }
+        } else {
+            let rel: PathBuf = segs.iter().collect::<PathBuf>().with_extension("pk");
+            let full = self.dir.as_deref().unwrap_or(Path::new(".")).join(&rel);
+            let key = full.to_string_lossy().to_string();
+            if let Some(id) = self.by_key.get(&key) {
+                return Some(*id);
+            }
+            match std::fs::read(&full)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+            {
+                Some(t) => (key.clone(), key, t),
+                None => {
+                    self.diags.push(
+                        Diag::new(&codes::UNKNOWN_MODULE, format!("no module `{}`", path.to_string_path()), path.span)
+                            .label(format!("`{}` cannot be read", full.display()))
+                            .help("`use NAME` loads NAME.pk next to this file; `use std::NAME` loads the standard library"),
+                    );
+                    return None;
+                }
+            }
+        };
+        if let Some(id) = self.by_key.get(&key) {
+            return Some(*id);
+        }
+        // Reserve the key first so that modules that use each other terminate.
+        let file = self.sources.add(name.clone(), text.clone());
+        let id = ModId(self.program.modules.len());
+        self.by_key.insert(key, id);
+        let got = self.add_module(name, file, &text);
+        debug_assert_eq!(got, id);
+        Some(id)
+    }
+}

@@ -1,0 +1,47 @@
+//! `pkc explain CODE`: the long form of a diagnostic code.
+
+use super::common::{EXIT_OK, EXIT_USAGE};
+use clap::Args as ClapArgs;
+use pk_lang::diag::Explanation;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// A diagnostic code such as PK0301; `--list` prints every code.
+    #[arg(value_name = "CODE", required_unless_present = "list")]
+    pub code: Option<String>,
+    /// List every code with its title.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// Every explanation pk knows, across its crates.
+pub fn all() -> Vec<&'static Explanation> {
+    pk_lang::diag::codes::ALL.to_vec()
+}
+
+pub fn run(a: Args) -> u8 {
+    let table = all();
+    if a.list {
+        for e in &table {
+            println!("{}  {}", e.code, e.title);
+        }
+        return EXIT_OK;
+    }
+    let code = a.code.unwrap_or_default().trim().to_ascii_uppercase();
+    let code = if code.starts_with("PK") {
+        code
+    } else {
+        format!("PK{code}")
+    };
+    match table.iter().find(|e| e.code == code) {
+        Some(e) => {
+            print!("{}", e.render());
+            EXIT_OK
+        }
+        None => {
+            eprintln!("error: unknown diagnostic code `{code}`");
+            eprintln!("help: `pkc explain --list` prints every code");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! One module per `pkc` subcommand. Each exposes `Args` (clap) and
+//! `run(Args) -> u8` returning the process exit code: 0 success, 1 errors
+//! in the input, 2 usage errors.
+
+pub mod check;
+pub mod common;
+pub mod emit;
+pub mod explain;
