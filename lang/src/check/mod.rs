@@ -12,6 +12,11 @@ pub mod rules;
 mod stmt;
 pub mod value;
 
+/// Every builtin function name.
+pub fn builtins_names() -> &'static [&'static str] {
+    builtins::NAMES
+}
+
 use crate::ast::{self, BlockDim as AstBlockDim, Clause, ParamKind, Placement};
 use crate::diag::{codes, Diag};
 use crate::ir::{

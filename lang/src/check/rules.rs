@@ -29,13 +29,35 @@ pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged
         if b.dims.len() != o.shape.len() {
             continue;
         }
-        block_fits(ck, o, &b.dims, span, ragged);
+        let dim_spans = block_dim_spans(decl, &o.name, b.dims.len())
+            .unwrap_or_else(|| vec![span; b.dims.len()]);
+        block_fits(ck, o, &b.dims, &dim_spans, ragged);
         if o.space == Space::Vmem {
-            tiling(ck, o, &b.dims, span);
+            tiling(ck, o, &b.dims, &dim_spans);
         }
     }
     budgets(ck, k, decl);
     races(ck, k, decl);
+}
+
+/// The span of each block dimension expression of operand `name`.
+fn block_dim_spans(decl: &ast::KernelDecl, name: &str, n: usize) -> Option<Vec<Span>> {
+    let o = decl
+        .inputs
+        .iter()
+        .chain(&decl.outputs)
+        .find(|o| o.name.name == name)?;
+    let ast::Placement::Block { dims, .. } = &o.placement else {
+        return None;
+    };
+    let spans: Vec<Span> = dims
+        .iter()
+        .map(|d| match d {
+            ast::BlockDim::Squeezed(s) => *s,
+            ast::BlockDim::Size(e) => e.span,
+        })
+        .collect();
+    (spans.len() == n).then_some(spans)
 }
 
 fn block_span(decl: &ast::KernelDecl, name: &str) -> Option<Span> {
@@ -51,11 +73,12 @@ fn block_span(decl: &ast::KernelDecl, name: &str) -> Option<Span> {
 
 /// Each block dimension must lie inside its array dimension and divide it
 /// unless the grid opted into a ragged last block with `cdiv`.
-fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span, ragged: bool) {
+fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span], ragged: bool) {
     for (i, (bd, ad)) in dims.iter().zip(&o.shape).enumerate() {
         let (Some(b), Some(a)) = (bd.extent().known(), ad.known()) else {
             continue;
         };
+        let span = spans[i];
         if b > a {
             ck.error(
                 Diag::new(
@@ -83,7 +106,7 @@ fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span, 
 
 /// Mosaic's layout rule for VMEM blocks: the last two dimensions are
 /// multiples of the (sublane, lane) tile or equal to the array's.
-fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span) {
+fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span]) {
     let rank = dims.len();
     let d = o.dtype;
     let tile = d.sublane_tile() as i64;
@@ -97,6 +120,7 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span) {
     if rank == 1 {
         let m = 1024 * (32 / i64::from(d.bits()));
         if ok(&dims[0].extent(), &o.shape[0], m) == Some(false) {
+            let span = spans[0];
             ck.error(
                 Diag::new(
                     &codes::BLOCK_RANK1,
@@ -121,6 +145,7 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span) {
     }
     let (bl, al) = (dims[rank - 1].extent(), &o.shape[rank - 1]);
     if ok(&bl, al, LANES) == Some(false) {
+        let span = spans[rank - 1];
         ck.error(
             Diag::new(&codes::BLOCK_TILING, format!("the last block dimension of `{}` is {bl}, not a multiple of 128 nor the array's {al}", o.name), span)
                 .label("breaks the (8, 128) tiling")
@@ -128,6 +153,7 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], span: Span) {
         );
     }
     let (bs, as_) = (dims[rank - 2].extent(), &o.shape[rank - 2]);
+    let span = spans[rank - 2];
     if ok(&bs, as_, 8) == Some(false) {
         ck.error(
             Diag::new(&codes::BLOCK_TILING, format!("the second-to-last block dimension of `{}` is {bs}, not a multiple of 8 nor the array's {as_}", o.name), span)

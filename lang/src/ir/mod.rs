@@ -16,6 +16,7 @@
 //! [`Dim::Known`] (`verify::verify_kernel` with `specialised = true` checks it).
 
 pub mod arena;
+pub mod cost;
 pub mod print;
 pub mod types;
 pub mod verify;

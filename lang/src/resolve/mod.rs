@@ -6,6 +6,8 @@
 //! module items, which shadow builtins); the checker looks them up through
 //! [`Program::lookup`] while it builds IR, so no name survives into the IR.
 
+mod bodies;
+
 use crate::ast::{self, Item};
 use crate::diag::{codes, Diag};
 use crate::parse;
@@ -15,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 /// The standard library, compiled into pk so it works from any directory.
 pub const STD_MODULES: &[(&str, &str)] = &[
-    ("math", include_str!("../../std/math.pk")),
-    ("nn", include_str!("../../std/nn.pk")),
+    ("math", include_str!("../../../std/math.pk")),
+    ("nn", include_str!("../../../std/nn.pk")),
 ];
 
 /// An index into [`Program::modules`].
@@ -131,6 +133,12 @@ impl<'a> Loader<'a> {
         let name = self.sources.get(root).name.clone();
         let text = self.sources.get(root).text.clone();
         self.add_module(name, root, &text);
+        if !self.diags.iter().any(|d| d.is_error()) {
+            for m in 0..self.program.modules.len() {
+                let ds = bodies::check_module(&self.program, ModId(m));
+                self.diags.extend(ds);
+            }
+        }
         (self.program, self.diags)
     }
 

@@ -1,0 +1,240 @@
+//! A cost estimate of one kernel call, derived from the IR: floating-point
+//! operations, transcendental evaluations and HBM bytes moved. XLA uses it
+//! (the `cost_estimate` of a `tpu_custom_call`) to schedule around the
+//! kernel; `pkc bench` divides by it to report GFLOP/s and GB/s.
+//!
+//! Bytes follow the pipeline exactly: a block is fetched when its block index
+//! differs from the previous grid step's (so a revisited block is fetched
+//! once), outputs are written back when their block index changes, and
+//! whole-array VMEM operands move once. Index maps are evaluated per grid step
+//! when they use only grid indices and constants; a map that reads
+//! scalar-prefetch values counts one fetch per step.
+
+use super::*;
+
+/// Totals for one call of the kernel (all grid steps).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Cost {
+    pub flops: u64,
+    pub transcendentals: u64,
+    pub bytes_accessed: u64,
+}
+
+/// Grids larger than this are not simulated step by step; every step then
+/// counts as a fetch.
+const MAX_SIMULATED_STEPS: u64 = 1 << 20;
+
+pub fn estimate(k: &Kernel) -> Cost {
+    let steps = k.grid_steps().unwrap_or(1);
+    let mut body = OpCost::default();
+    if let Some(e) = k.body.entry {
+        body = block_cost(&k.body, e);
+    }
+    let mut bytes = 0u64;
+    for o in &k.operands {
+        let elem = o.dtype.bytes();
+        match &o.block {
+            None => {
+                if o.space != Space::Any {
+                    let n: u64 = o.shape.iter().map(Dim::get).product();
+                    bytes += n * elem;
+                }
+            }
+            Some(b) => {
+                let block: u64 = b.dims.iter().map(|d| d.extent().get()).product::<u64>() * elem;
+                bytes += fetches(k, &b.index_map, steps) * block;
+            }
+        }
+    }
+    Cost {
+        flops: body.flops.saturating_mul(steps),
+        transcendentals: body.transcendentals.saturating_mul(steps),
+        bytes_accessed: bytes,
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct OpCost {
+    flops: u64,
+    transcendentals: u64,
+}
+
+fn elements(f: &Func, v: Value) -> u64 {
+    f.ty(v).elements().unwrap_or(1)
+}
+
+fn block_cost(f: &Func, b: BlockId) -> OpCost {
+    let mut c = OpCost::default();
+    for &op in &f.blocks[b].ops {
+        let o = &f.ops[op];
+        let out = o.results.first().map(|r| elements(f, *r)).unwrap_or(0);
+        match &o.kind {
+            OpKind::Unary(u, _) => {
+                c.flops += out;
+                if matches!(
+                    u,
+                    UnaryOp::Exp
+                        | UnaryOp::Exp2
+                        | UnaryOp::Log
+                        | UnaryOp::Log1p
+                        | UnaryOp::Sqrt
+                        | UnaryOp::Rsqrt
+                        | UnaryOp::Tanh
+                        | UnaryOp::Sin
+                        | UnaryOp::Cos
+                        | UnaryOp::Erf
+                        | UnaryOp::Logistic
+                ) {
+                    c.transcendentals += out;
+                }
+            }
+            OpKind::Binary(..) | OpKind::Compare(..) | OpKind::Select { .. } => c.flops += out,
+            OpKind::Reduce { value, .. } => c.flops += elements(f, *value),
+            OpKind::Dot { lhs, trans_lhs, .. } => {
+                let s = f.ty(*lhs).shape();
+                let kdim = if *trans_lhs {
+                    s[0].get()
+                } else {
+                    s.get(1).map(Dim::get).unwrap_or(1)
+                };
+                c.flops += 2 * out * kdim;
+            }
+            OpKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                // Charge the more expensive branch.
+                let (t, e) = (block_cost(f, *then_block), block_cost(f, *else_block));
+                c.flops += t.flops.max(e.flops);
+                c.transcendentals += t.transcendentals.max(e.transcendentals);
+            }
+            OpKind::For {
+                lo, hi, step, body, ..
+            } => {
+                let trips = match (const_int(f, *lo), const_int(f, *hi)) {
+                    (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
+                    _ => 1,
+                };
+                let inner = block_cost(f, *body);
+                c.flops += inner.flops * trips;
+                c.transcendentals += inner.transcendentals * trips;
+            }
+            OpKind::While { cond, body, .. } => {
+                let (a, b) = (block_cost(f, *cond), block_cost(f, *body));
+                c.flops += a.flops + b.flops;
+                c.transcendentals += a.transcendentals + b.transcendentals;
+            }
+            _ => {}
+        }
+    }
+    c
+}
+
+/// The value of an i32 constant op, if `v` is one.
+pub fn const_int(f: &Func, v: Value) -> Option<i64> {
+    match f.values[v].def {
+        ValueDef::Result(op, 0) => match f.ops[op].kind {
+            OpKind::Const(Literal::Int(x)) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// How many times a block is moved: the number of grid steps (row-major
+/// order) whose block index differs from the previous step's.
+fn fetches(k: &Kernel, map: &Func, steps: u64) -> u64 {
+    if steps > MAX_SIMULATED_STEPS {
+        return steps;
+    }
+    let extents: Vec<u64> = k.grid.iter().map(|a| a.extent.get().max(1)).collect();
+    let mut idx = vec![0i64; extents.len()];
+    let mut prev: Option<Vec<i64>> = None;
+    let mut count = 0u64;
+    for _ in 0..steps {
+        match eval_map(map, &idx) {
+            Some(b) => {
+                if prev.as_ref() != Some(&b) {
+                    count += 1;
+                }
+                prev = Some(b);
+            }
+            None => return steps,
+        }
+        // Advance the row-major grid counter.
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if (idx[d] as u64) < extents[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    count
+}
+
+/// Evaluates a scalar index map; `None` when it reads memory or uses ops the
+/// estimate does not model.
+pub fn eval_map(f: &Func, grid: &[i64]) -> Option<Vec<i64>> {
+    let entry = f.entry?;
+    let mut vals: HashMap<Value, i64> = HashMap::new();
+    for (p, g) in f.blocks[entry].params.iter().zip(grid) {
+        vals.insert(*p, *g);
+    }
+    for &op in &f.blocks[entry].ops {
+        let o = &f.ops[op];
+        let get = |v: &Value| vals.get(v).copied();
+        let r = match &o.kind {
+            OpKind::Const(Literal::Int(x)) => *x,
+            OpKind::Const(Literal::Bool(b)) => *b as i64,
+            OpKind::Binary(b, x, y) => {
+                let (x, y) = (get(x)?, get(y)?);
+                match b {
+                    BinaryOp::Add => x.wrapping_add(y),
+                    BinaryOp::Sub => x.wrapping_sub(y),
+                    BinaryOp::Mul => x.wrapping_mul(y),
+                    BinaryOp::Div => x.checked_div(y)?,
+                    BinaryOp::Rem => x.checked_rem(y)?,
+                    BinaryOp::Max => x.max(y),
+                    BinaryOp::Min => x.min(y),
+                    BinaryOp::And => x & y,
+                    BinaryOp::Or => x | y,
+                    BinaryOp::Xor => x ^ y,
+                    _ => return None,
+                }
+            }
+            OpKind::Compare(c, x, y) => {
+                let (x, y) = (get(x)?, get(y)?);
+                (match c {
+                    CmpOp::Eq => x == y,
+                    CmpOp::Ne => x != y,
+                    CmpOp::Lt => x < y,
+                    CmpOp::Le => x <= y,
+                    CmpOp::Gt => x > y,
+                    CmpOp::Ge => x >= y,
+                }) as i64
+            }
+            OpKind::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                if get(cond)? != 0 {
+                    get(on_true)?
+                } else {
+                    get(on_false)?
+                }
+            }
+            _ => return None,
+        };
+        vals.insert(*o.results.first()?, r);
+    }
+    f.blocks[entry]
+        .yields
+        .iter()
+        .map(|y| vals.get(y).copied())
+        .collect()
+}
+
+use std::collections::HashMap;
