@@ -66,21 +66,23 @@ pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Modu
 /// Reads and compiles a `.pk` file.
 pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
     let name = path.to_string_lossy().to_string();
-    match read_source(path) {
-        Ok(text) => compile_in(&name, &text, path.parent().map(Path::to_path_buf), opts),
-        Err(d) => {
-            let mut sources = SourceMap::new();
-            sources.add(name, "");
-            Err(Failure {
-                diags: vec![d],
-                sources: Arc::new(sources),
-            })
-        }
-    }
+    let text = read_source(path)?;
+    compile_in(&name, &text, path.parent().map(Path::to_path_buf), opts)
 }
 
 /// Reads a source file, reporting unreadable, binary and oversized files.
-pub fn read_source(path: &Path) -> Result<String, Diag> {
+pub fn read_source(path: &Path) -> Result<String, Failure> {
+    read_text(path).map_err(|d| {
+        let mut sources = SourceMap::new();
+        sources.add(path.to_string_lossy().to_string(), "");
+        Failure {
+            diags: vec![*d],
+            sources: Arc::new(sources),
+        }
+    })
+}
+
+fn read_text(path: &Path) -> Result<String, Box<Diag>> {
     let here = Span::default();
     let bytes = std::fs::read(path).map_err(|e| {
         Diag::new(
@@ -100,7 +102,8 @@ pub fn read_source(path: &Path) -> Result<String, Diag> {
             ),
             here,
         )
-        .help("is this really a .pk source file?"));
+        .help("is this really a .pk source file?")
+        .into());
     }
     String::from_utf8(bytes).map_err(|e| {
         Diag::new(
@@ -113,6 +116,7 @@ pub fn read_source(path: &Path) -> Result<String, Diag> {
             here,
         )
         .help("pass a .pk source file")
+        .into()
     })
 }
 

@@ -29,14 +29,7 @@ pub struct Args {
 pub fn run(a: Args) -> u8 {
     let text = match pk_lang::read_source(&a.file) {
         Ok(t) => t,
-        Err(d) => {
-            let mut sources = SourceMap::new();
-            sources.add(a.file.display().to_string(), "");
-            return report(&pk_lang::Failure {
-                diags: vec![d],
-                sources: sources.into(),
-            });
-        }
+        Err(f) => return report(&f),
     };
     match a.form {
         Form::Tokens => {

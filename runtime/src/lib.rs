@@ -1,0 +1,3 @@
+//! pk runtime: runs and compiles kernels built by `pkc`.
+
+pub mod pjrt;

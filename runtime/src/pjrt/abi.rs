@@ -1,0 +1,139 @@
+//! The argument-struct sizes pk declares to libtpu, and the structs whose
+//! layout grew after the PJRT C API 0.54 that pjrt-sys binds.
+//!
+//! PJRT only ever appends fields to an argument struct, and a plugin reads
+//! `struct_size` to learn how much of the struct the caller filled in. Most
+//! of the structs pk uses are unchanged between 0.54 and the 0.116 of
+//! libtpu 0.0.51, so pjrt-sys's definitions serve. Two are not:
+//!
+//! - `PJRT_Executable_GetCompiledMemoryStats_Args` gained
+//!   `peak_memory_in_bytes`; libtpu 0.0.51 refuses the 0.54 size with
+//!   "expected 112, got 104". [`CompiledMemoryStatsArgs`] has the newer
+//!   fields (and later ones as zeroed room the plugin may write into).
+//! - `PJRT_Client_Create_Args` gained `kv_try_get_callback` and its user
+//!   argument; [`ClientCreateArgs`] has them.
+//!
+//! One more is declared with its true size although its layout did not
+//! change: the 0.54 header computes `PJRT_Plugin_Attributes_Args`'s size up
+//! to `attributes`, leaving out the `num_attributes` that follows.
+//!
+//! invariant: every `*_SIZE` below is the size of the struct's fields up to
+//! and including the last one pk knows, in the plugin's layout.
+
+use std::mem::{offset_of, size_of};
+use std::os::raw::c_void;
+use std::ptr;
+
+use pjrt_sys::{PJRT_Client, PJRT_Executable, PJRT_Extension_Base, PJRT_NamedValue};
+
+/// `PJRT_Executable_GetCompiledMemoryStats_Args` as of PJRT C API 0.116.
+///
+/// The trailing fields were added after `peak_memory_in_bytes` in later API
+/// versions; they are declared so that a plugin which fills them writes into
+/// this struct, never past it. pk reads only fields up to
+/// `peak_memory_in_bytes`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct CompiledMemoryStatsArgs {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub executable: *mut PJRT_Executable,
+    pub generated_code_size_in_bytes: i64,
+    pub argument_size_in_bytes: i64,
+    pub output_size_in_bytes: i64,
+    pub alias_size_in_bytes: i64,
+    pub temp_size_in_bytes: i64,
+    pub host_generated_code_size_in_bytes: i64,
+    pub host_argument_size_in_bytes: i64,
+    pub host_output_size_in_bytes: i64,
+    pub host_alias_size_in_bytes: i64,
+    pub host_temp_size_in_bytes: i64,
+    pub peak_memory_in_bytes: i64,
+    pub total_size_in_bytes: i64,
+    pub total_allocation_bytes: i64,
+    pub indefinite_allocations: i64,
+    pub peak_unpadded_heap_bytes: i64,
+}
+
+/// The size libtpu 0.0.51 requires: fields up to `peak_memory_in_bytes`.
+pub(crate) const COMPILED_MEMORY_STATS_SIZE: usize =
+    offset_of!(CompiledMemoryStatsArgs, peak_memory_in_bytes) + size_of::<i64>();
+
+const _: () = assert!(COMPILED_MEMORY_STATS_SIZE == 112);
+const _: () = assert!(
+    pjrt_sys::PJRT_Executable_GetCompiledMemoryStats_Args_STRUCT_SIZE as usize
+        == offset_of!(CompiledMemoryStatsArgs, peak_memory_in_bytes)
+);
+
+impl CompiledMemoryStatsArgs {
+    pub(crate) fn new(executable: *mut PJRT_Executable) -> Self {
+        CompiledMemoryStatsArgs {
+            struct_size: COMPILED_MEMORY_STATS_SIZE,
+            extension_start: ptr::null_mut(),
+            executable,
+            generated_code_size_in_bytes: 0,
+            argument_size_in_bytes: 0,
+            output_size_in_bytes: 0,
+            alias_size_in_bytes: 0,
+            temp_size_in_bytes: 0,
+            host_generated_code_size_in_bytes: 0,
+            host_argument_size_in_bytes: 0,
+            host_output_size_in_bytes: 0,
+            host_alias_size_in_bytes: 0,
+            host_temp_size_in_bytes: 0,
+            peak_memory_in_bytes: 0,
+            total_size_in_bytes: 0,
+            total_allocation_bytes: 0,
+            indefinite_allocations: 0,
+            peak_unpadded_heap_bytes: 0,
+        }
+    }
+}
+
+/// `PJRT_Client_Create_Args` as of PJRT C API 0.116: the 0.54 fields, then
+/// the try-get key-value callback.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct ClientCreateArgs {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub create_options: *const PJRT_NamedValue,
+    pub num_options: usize,
+    pub kv_get_callback: *mut c_void,
+    pub kv_get_user_arg: *mut c_void,
+    pub kv_put_callback: *mut c_void,
+    pub kv_put_user_arg: *mut c_void,
+    pub client: *mut PJRT_Client,
+    pub kv_try_get_callback: *mut c_void,
+    pub kv_try_get_user_arg: *mut c_void,
+}
+
+pub(crate) const CLIENT_CREATE_SIZE: usize = size_of::<ClientCreateArgs>();
+
+const _: () = assert!(
+    pjrt_sys::PJRT_Client_Create_Args_STRUCT_SIZE as usize
+        == offset_of!(ClientCreateArgs, kv_try_get_callback)
+);
+
+impl ClientCreateArgs {
+    pub(crate) fn new() -> Self {
+        ClientCreateArgs {
+            struct_size: CLIENT_CREATE_SIZE,
+            extension_start: ptr::null_mut(),
+            create_options: ptr::null(),
+            num_options: 0,
+            kv_get_callback: ptr::null_mut(),
+            kv_get_user_arg: ptr::null_mut(),
+            kv_put_callback: ptr::null_mut(),
+            kv_put_user_arg: ptr::null_mut(),
+            client: ptr::null_mut(),
+            kv_try_get_callback: ptr::null_mut(),
+            kv_try_get_user_arg: ptr::null_mut(),
+        }
+    }
+}
+
+/// `PJRT_Plugin_Attributes_Args` up to and including `num_attributes`.
+pub(crate) const PLUGIN_ATTRIBUTES_SIZE: usize = size_of::<pjrt_sys::PJRT_Plugin_Attributes_Args>();
+
+const _: () = assert!(PLUGIN_ATTRIBUTES_SIZE == 32);
