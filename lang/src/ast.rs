@@ -76,6 +76,7 @@ pub struct FnDecl {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FnParam {
+    pub docs: Vec<String>,
     pub name: Ident,
     pub ty: Option<TypeExpr>,
     pub span: Span,
@@ -369,5 +370,113 @@ impl BinOp {
             BinOp::Gt => ">",
             BinOp::Ge => ">=",
         }
+    }
+}
+
+/// Trees are torn down without recursion: a chain like `a + b + c + ...`
+/// from a hostile input can be far deeper than the stack (the depth limit
+/// of [`crate::depth`] rejects such trees, and rejecting means dropping).
+impl Drop for Expr {
+    fn drop(&mut self) {
+        if is_leaf(&self.kind) {
+            return;
+        }
+        let mut work = vec![std::mem::replace(&mut self.kind, ExprKind::Error)];
+        while let Some(mut kind) = work.pop() {
+            // Move each child's contents onto the work list; `kind` keeps
+            // only emptied children, so dropping it does not recurse.
+            let mut found: Vec<ExprKind> = Vec::new();
+            let mut take = |e: &mut Expr| {
+                if !is_leaf(&e.kind) {
+                    found.push(std::mem::replace(&mut e.kind, ExprKind::Error));
+                }
+            };
+            match &mut kind {
+                ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => take(a),
+                ExprKind::Binary(_, a, b) => {
+                    take(a);
+                    take(b);
+                }
+                ExprKind::Call(_, args) => args.iter_mut().for_each(|a| take(&mut a.value)),
+                ExprKind::Index(base, idx) => {
+                    take(base);
+                    for i in idx {
+                        match i {
+                            Index::Range(a, b, _) => {
+                                take(a);
+                                take(b);
+                            }
+                            Index::Expr(x) => take(x),
+                            Index::Full(_) | Index::Rest(_) => {}
+                        }
+                    }
+                }
+                ExprKind::List(items) => items.iter_mut().for_each(take),
+                ExprKind::If(c, then, els) => {
+                    take(c);
+                    take(&mut block_expr(then));
+                    if let Some(x) = els {
+                        take(x);
+                    }
+                }
+                ExprKind::Block(b) => {
+                    for s in &mut b.stmts {
+                        match s {
+                            Stmt::Let { value, .. } | Stmt::Expr(value) => take(value),
+                            Stmt::Assign { target, value, .. } => {
+                                take(target);
+                                take(value);
+                            }
+                            Stmt::For {
+                                lo, hi, step, body, ..
+                            } => {
+                                take(lo);
+                                take(hi);
+                                if let Some(s) = step {
+                                    take(s);
+                                }
+                                take(&mut block_expr(body));
+                            }
+                            Stmt::While { cond, body, .. } => {
+                                take(cond);
+                                take(&mut block_expr(body));
+                            }
+                        }
+                    }
+                    if let Some(t) = &mut b.tail {
+                        take(t);
+                    }
+                }
+                ExprKind::Int(_)
+                | ExprKind::Float(_)
+                | ExprKind::Bool(_)
+                | ExprKind::Name(_)
+                | ExprKind::Error => {}
+            }
+            work.append(&mut found);
+        }
+    }
+}
+
+fn is_leaf(k: &ExprKind) -> bool {
+    matches!(
+        k,
+        ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Name(_)
+            | ExprKind::Error
+    )
+}
+
+/// A block's contents moved into a block expression (for [`Expr`]'s drop).
+fn block_expr(b: &mut Block) -> Expr {
+    Expr {
+        kind: ExprKind::Block(Block {
+            stmts: std::mem::take(&mut b.stmts),
+            tail: b.tail.take(),
+            span: b.span,
+        }),
+        span: b.span,
     }
 }

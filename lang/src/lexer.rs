@@ -337,6 +337,13 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<LexErrorAt>) {
         match r {
             Ok(t) => toks.push((sp.start, t, sp.end)),
             Err(kind) => {
+                // A malformed number still stands where a number was: the
+                // parser goes on without a follow-on error.
+                match kind {
+                    LexError::IntTooLarge => toks.push((sp.start, Tok::Int(u64::MAX), sp.end)),
+                    LexError::BadFloat => toks.push((sp.start, Tok::Float(0.0), sp.end)),
+                    _ => {}
+                }
                 // Merge runs of adjacent invalid characters into one error.
                 if let Some(last) = errs.last_mut() {
                     if last.kind == LexError::Invalid
@@ -359,12 +366,29 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<LexErrorAt>) {
 }
 
 /// Keeps a doc comment only where the grammar accepts one: before `kernel`,
-/// `fn`, `const`, or a `name:` declaration. Elsewhere it is an ordinary
-/// comment. Module docs are kept only before the first other token.
+/// `fn`, `const`, a `name:` declaration, or any parameter in a kernel's
+/// `<...>` list (`M = 1024`, `bm`). Elsewhere it is an ordinary comment.
+/// Module docs are kept only before the first other token.
 fn attach_docs(toks: Vec<Spanned>) -> Vec<Spanned> {
     let mut out = Vec::with_capacity(toks.len());
     let mut seen_code = false;
+    // Inside `kernel NAME < ... >`: parameter defaults are sums, with no
+    // `<` or `>` of their own, so the first `>` ends the list.
+    let mut in_params = false;
     for i in 0..toks.len() {
+        match &toks[i].1 {
+            Tok::Lt
+                if i >= 2
+                    && matches!(
+                        (&toks[i - 2].1, &toks[i - 1].1),
+                        (Tok::Kernel, Tok::Ident(_))
+                    ) =>
+            {
+                in_params = true
+            }
+            Tok::Gt => in_params = false,
+            _ => {}
+        }
         let keep = match &toks[i].1 {
             Tok::ModuleDoc(_) => !seen_code,
             Tok::DocComment(_) => {
@@ -375,7 +399,7 @@ fn attach_docs(toks: Vec<Spanned>) -> Vec<Spanned> {
                 match toks.get(j).map(|t| &t.1) {
                     Some(Tok::Kernel | Tok::Fn | Tok::Const) => true,
                     Some(Tok::Ident(_)) => {
-                        matches!(toks.get(j + 1).map(|t| &t.1), Some(Tok::Colon))
+                        in_params || matches!(toks.get(j + 1).map(|t| &t.1), Some(Tok::Colon))
                     }
                     _ => false,
                 }

@@ -11,6 +11,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod depth;
 pub mod diag;
 pub mod ir;
 pub mod lexer;
@@ -120,7 +121,31 @@ fn read_text(path: &Path) -> Result<String, Box<Diag>> {
     })
 }
 
+/// Stack for the compiler's recursive passes. Trees are at most
+/// [`depth::MAX_TREE_DEPTH`] deep, so this bound holds whatever thread calls
+/// pk (test harness threads have 2 MiB). Only touched pages are committed.
+const COMPILER_STACK_BYTES: usize = 64 << 20;
+
 fn compile_in(
+    name: &str,
+    text: &str,
+    dir: Option<std::path::PathBuf>,
+    opts: &Options,
+) -> Result<ir::Module, Failure> {
+    std::thread::scope(|s| {
+        let worker = std::thread::Builder::new()
+            .name("pk-compile".into())
+            .stack_size(COMPILER_STACK_BYTES)
+            .spawn_scoped(s, || compile_here(name, text, dir.clone(), opts));
+        match worker {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            // No thread to be had: compile on this one.
+            Err(_) => compile_here(name, text, dir.clone(), opts),
+        }
+    })
+}
+
+fn compile_here(
     name: &str,
     text: &str,
     dir: Option<std::path::PathBuf>,
@@ -179,12 +204,14 @@ fn compile_in(
                 .map(|(_, d)| d.name.name.clone())
                 .collect::<Vec<_>>()
                 .join(", ");
+            let arg = sources.add("<command line>", format!("--kernel {k}"));
             diags.push(
                 Diag::new(
                     &codes::NO_KERNEL,
                     format!("no kernel `{k}` in `{name}`"),
-                    Span::new(root, 0, 0),
+                    Span::new(arg, 9, 9 + k.len()),
                 )
+                .label("not a kernel of this file")
                 .help(if names.is_empty() {
                     "the file defines no kernels".to_string()
                 } else {
@@ -193,7 +220,7 @@ fn compile_in(
             );
         }
     }
-    for (n, _) in &opts.params {
+    for (n, v) in &opts.params {
         let known = selected
             .iter()
             .any(|(_, d)| d.params.iter().any(|p| p.name.name == *n));
@@ -203,12 +230,14 @@ fn compile_in(
                 .flat_map(|(_, d)| d.params.iter().map(|p| p.name.name.clone()))
                 .collect::<Vec<_>>()
                 .join(", ");
+            let arg = sources.add("<command line>", format!("-p {n}={v}"));
             diags.push(
                 Diag::new(
                     &codes::UNKNOWN_PARAM,
                     format!("no kernel here has a parameter `{n}`"),
-                    Span::new(root, 0, 0),
+                    Span::new(arg, 3, 3 + n.len()),
                 )
+                .label("unknown parameter")
                 .help(format!("parameters: {names} (names are case-sensitive)")),
             );
         }

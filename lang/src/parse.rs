@@ -71,16 +71,50 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
         &mut recovered,
         toks.into_iter().map(Ok::<_, GrammarError>),
     );
+    // A syntax error on the line of a bad character follows from it (`a @ b`
+    // reads as `a b`): only the character is reported.
+    let newlines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+    let lex_lines: std::collections::HashSet<usize> = lex_errors
+        .iter()
+        .filter(|e| e.kind == LexError::Invalid)
+        .map(|e| line_of(&newlines, e.start))
+        .collect();
+    // An unterminated comment runs to the end of the file, so the end of
+    // file comes too early: that follows from it as well.
+    let open_comment = lex_errors
+        .iter()
+        .any(|e| e.kind == LexError::UnterminatedComment);
+    let follows_bad_char = |d: &Diag| {
+        lex_lines.contains(&line_of(&newlines, d.span.start as usize))
+            || (open_comment && d.code.code == codes::UNEXPECTED_EOF.code)
+    };
     for r in recovered {
-        diags.push(parse_error(file, text, r.error));
-    }
-    match result {
-        Ok(m) => (m, diags),
-        Err(e) => {
-            diags.push(parse_error(file, text, e));
-            (Module::default(), diags)
+        let d = parse_error(file, text, r.error);
+        if !follows_bad_char(&d) {
+            diags.push(d);
         }
     }
+    match result {
+        Err(e) => {
+            let d = parse_error(file, text, e);
+            if !follows_bad_char(&d) || diags.is_empty() {
+                diags.push(d);
+            }
+            (Module::default(), diags)
+        }
+        Ok(m) => match crate::depth::too_deep(&m) {
+            Some(span) => {
+                diags.push(deep_tree(span));
+                (Module::default(), diags)
+            }
+            None => (m, diags),
+        },
+    }
+}
+
+/// The 0-based line of byte offset `at`, given the offsets of every `\n`.
+fn line_of(newlines: &[usize], at: usize) -> usize {
+    newlines.partition_point(|&n| n < at)
 }
 
 /// Parses a standalone expression (used for `-p NAME=EXPR` values and tests).
@@ -105,6 +139,25 @@ pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diag>> {
             toks.into_iter().map(Ok::<_, GrammarError>),
         )
         .map_err(|e| vec![parse_error(file, text, e)])
+        .and_then(|e| match crate::depth::expr_too_deep(&e) {
+            Some(span) => Err(vec![deep_tree(span)]),
+            None => Ok(e),
+        })
+}
+
+/// PK0006 for a tree nested deeper than [`crate::depth::MAX_TREE_DEPTH`]
+/// without brackets (long operator, cast, index or `else if` chains).
+fn deep_tree(span: Span) -> Diag {
+    Diag::new(
+        &codes::NESTING_TOO_DEEP,
+        format!(
+            "expression nested deeper than {} levels",
+            crate::depth::MAX_TREE_DEPTH
+        ),
+        span,
+    )
+    .label("this part is too deep")
+    .help("split long chains of operators, casts, indexes or `else if`s into `let` bindings")
 }
 
 fn too_deep(file: FileId, toks: &[lexer::Spanned]) -> Option<Span> {

@@ -65,7 +65,9 @@ impl Target {
     pub fn matmul_input(self, d: DType) -> bool {
         match d {
             DType::F32 | DType::BF16 => true,
-            DType::I8 | DType::U8 => self != Target::Tpu7x,
+            // libtpu's Mosaic has no integer matmul on v4 (measured:
+            // "Unsupported matmul RHS type vector<..xi8>") nor on TPU7x.
+            DType::I8 | DType::U8 => matches!(self, Target::V5e | Target::V5p | Target::V6e),
             DType::F8E4M3FN | DType::F8E5M2 => self != Target::V4,
             DType::I32 | DType::I16 | DType::Bool => false,
         }

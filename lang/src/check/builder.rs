@@ -261,6 +261,18 @@ impl<'c, 'p> Builder<'c, 'p> {
                 Some(d)
             }
             None => {
+                // A module constant holding a dtype: `const D = bf16;`.
+                let item = self
+                    .ck
+                    .program
+                    .lookup(self.module, std::slice::from_ref(id));
+                if let Some(ItemRef::Const(m, i)) = item {
+                    match self.module_const(m, i, id.span) {
+                        Val::Dtype(d) => return Some(d),
+                        Val::Err => return None,
+                        _ => {}
+                    }
+                }
                 self.unknown_dtype(id);
                 None
             }
@@ -477,6 +489,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             Val::V(x) => Some(x),
             Val::Int(d) => {
                 let n = self.int_value(&d);
+                self.int_fits(n, DType::I32, span)?;
                 self.literal(Literal::Int(n), Type::Scalar(DType::I32), span)
             }
             Val::Float(x) => self.literal(Literal::Float(x), Type::Scalar(DType::F32), span),
@@ -506,6 +519,33 @@ impl<'c, 'p> Builder<'c, 'p> {
         }
     }
 
+    /// Checks that constant `n` is representable in integer dtype `d`
+    /// (`x_i8 + 300` is an error, as in numpy and JAX).
+    fn int_fits(&mut self, n: i64, d: DType, span: Span) -> Option<()> {
+        let (lo, hi): (i64, i64) = match d {
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::U8 => (0, u8::MAX.into()),
+            _ => return Some(()),
+        };
+        if (lo..=hi).contains(&n) {
+            return Some(());
+        }
+        self.error(
+            Diag::new(
+                &codes::CONST_EVAL,
+                format!("constant {n} does not fit in `{d}`"),
+                span,
+            )
+            .label(format!("`{d}` holds {lo}..={hi}"))
+            .help(format!(
+                "use a constant in range, or compute in a wider type (`x as i32`) and cast back with `as {d}`"
+            )),
+        );
+        None
+    }
+
     /// The value of a compile-time integer in a run-time context. Symbolic
     /// sizes only occur in `pkc check` of unspecialised kernels, whose IR is
     /// verified but never lowered; they stand in as 0.
@@ -524,6 +564,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 } else if d == DType::Bool {
                     return self.mismatch_const(&v, d, span);
                 } else {
+                    self.int_fits(n, d, span)?;
                     Literal::Int(n)
                 }
             }
@@ -1095,13 +1136,13 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     fn static_bounds(&mut self, name: &str, dim: &Dim, start: i64, size: i64, span: Span) {
         if let Some(n) = dim.known() {
-            if start < 0 || start + size > n {
+            let end = start.saturating_add(size);
+            if start < 0 || end > n {
                 self.error(
                     Diag::new(
                         &codes::OUT_OF_BOUNDS,
                         format!(
-                            "window {start}..{} is outside dimension of size {n} of `{name}`",
-                            start + size
+                            "window {start}..{end} is outside dimension of size {n} of `{name}`"
                         ),
                         span,
                     )
@@ -1594,7 +1635,56 @@ impl<'c, 'p> Builder<'c, 'p> {
                 );
             }
         }
+        if let Some(want) = self.declared_shape(rt) {
+            let have = actual.shape();
+            let agrees = want.len() == have.len()
+                && want.iter().zip(have).all(|(w, h)| match (w, h.known()) {
+                    (Some(w), Some(h)) => *w == h,
+                    _ => true,
+                });
+            if !agrees {
+                let shown: Vec<String> = want
+                    .iter()
+                    .map(|w| w.map_or("_".to_string(), |v| v.to_string()))
+                    .collect();
+                return self.error(
+                    Diag::new(
+                        &codes::RETURN_MISMATCH,
+                        format!(
+                            "function returns `{actual}` but declares shape [{}]",
+                            shown.join(", ")
+                        ),
+                        span,
+                    )
+                    .label(format!("body produces {actual}"))
+                    .with(rt.span, "declared here"),
+                );
+            }
+        }
         v
+    }
+
+    /// The sizes a declared return type fixes: `None` when it says nothing
+    /// about the shape (`-> T` or a `..` pattern); a dimension that is not a
+    /// known constant (a name bound nowhere) matches any size.
+    fn declared_shape(&mut self, rt: &ast::TypeExpr) -> Option<Vec<Option<i64>>> {
+        let dims = rt.shape.as_ref()?;
+        let mut out = Vec::with_capacity(dims.len());
+        for d in dims {
+            let ast::DimExpr::Expr(e) = d else {
+                return None;
+            };
+            let before = self.ck.diags.len();
+            let v = self.const_expr(e);
+            // A size the return type cannot fix is not an error here: the
+            // shape check is best-effort on top of the dtype check.
+            self.ck.diags.truncate(before);
+            out.push(match v {
+                Val::Int(d) => d.known(),
+                _ => None,
+            });
+        }
+        Some(out)
     }
 }
 

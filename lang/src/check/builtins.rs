@@ -273,7 +273,16 @@ impl Builder<'_, '_> {
     }
 
     /// Runs a builtin; `None` if `name` is not one.
+    /// Checks a call of builtin `name`; `None` when `name` is no builtin.
+    /// A builtin called with bad arguments is an error value, never `None`.
     pub fn builtin(&mut self, name: &str, args: &[ast::Arg], span: Span) -> Option<Val> {
+        if !NAMES.contains(&name) {
+            return None;
+        }
+        Some(self.builtin_call(name, args, span).unwrap_or(Val::Err))
+    }
+
+    fn builtin_call(&mut self, name: &str, args: &[ast::Arg], span: Span) -> Option<Val> {
         if let Some(op) = math_op(name) {
             let a = self.args(name, args, 1..=1, &[], span)?;
             let x = self.float_value(name, a.pos[0]);
@@ -291,9 +300,18 @@ impl Builder<'_, '_> {
                 let v = self.expr(a.pos[0]);
                 match v {
                     Val::Int(d) if name == "abs" => {
-                        return Some(Val::Int(
-                            d.known().map(|x| Dim::Known(x.abs())).unwrap_or(d),
-                        ))
+                        return Some(match d.known().map(i64::checked_abs) {
+                            Some(Some(x)) => Val::Int(Dim::Known(x)),
+                            Some(None) => self.error(
+                                Diag::new(
+                                    &codes::CONST_EVAL,
+                                    "constant arithmetic overflows",
+                                    span,
+                                )
+                                .label("the absolute value does not fit in 64 bits"),
+                            ),
+                            None => Val::Int(d),
+                        });
                     }
                     Val::Float(f) if name == "abs" => return Some(Val::Float(f.abs())),
                     _ => {}
@@ -368,11 +386,14 @@ impl Builder<'_, '_> {
                     "argmin" => ReduceOp::ArgMin,
                     _ => ReduceOp::Sum,
                 };
-                let r = self.reduce(op, &a, span);
+                let v = self.expr(a.pos[0]);
+                let Some(x) = self.value(v, a.pos[0].span) else {
+                    return Some(Val::Err);
+                };
                 if name == "mean" {
-                    self.mean(r, &a, span)
+                    self.mean(x, &a, span)
                 } else {
-                    r
+                    self.reduce_value(op, x, &a, span)
                 }
             }
             "where" | "select" => {
@@ -555,6 +576,11 @@ impl Builder<'_, '_> {
         let Some(x) = self.value(v, a.pos[0].span) else {
             return Val::Err;
         };
+        self.reduce_value(op, x, a, span)
+    }
+
+    /// Reduces the already checked first argument `x` of call `a`.
+    fn reduce_value(&mut self, op: ReduceOp, x: Value, a: &Args, span: Span) -> Val {
         let t = self.ty(x);
         if t.is_scalar() {
             return self.error(
@@ -570,6 +596,17 @@ impl Builder<'_, '_> {
                     a.pos[0].span,
                 )
                 .label("convert with `as i32` first"),
+            );
+        }
+        if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && !t.dtype().is_float() {
+            return self.error(
+                Diag::new(
+                    &codes::BAD_OPERAND,
+                    format!("`argmax`/`argmin` take float values, found `{t}`"),
+                    a.pos[0].span,
+                )
+                .label(format!("{} values", t.dtype()))
+                .help("the TPU finds the index of float values only; convert with `as f32` first"),
             );
         }
         let Some(keepdims) = self.const_bool(a.kw("keepdims"), false) else {
@@ -624,14 +661,7 @@ impl Builder<'_, '_> {
         Val::V(cur)
     }
 
-    fn mean(&mut self, sum: Val, a: &Args, span: Span) -> Val {
-        let Val::V(s) = sum else {
-            return sum;
-        };
-        let v = self.expr(a.pos[0]);
-        let Val::V(x) = v else {
-            return Val::Err;
-        };
+    fn mean(&mut self, x: Value, a: &Args, span: Span) -> Val {
         let t = self.ty(x);
         if !t.dtype().is_float() {
             return self.error(
@@ -639,21 +669,23 @@ impl Builder<'_, '_> {
                     .label(format!("this is {t}")),
             );
         }
-        let n: i64 = match a.kw("axis") {
+        // A count in f64 cannot overflow; every size is exact below 2^53.
+        let n: f64 = match a.kw("axis") {
             Some(e) => match self.axis_arg(e, t.rank()) {
-                Some(ax) => t.shape()[ax].known().unwrap_or(1),
+                Some(ax) => t.shape()[ax].known().unwrap_or(1) as f64,
                 None => return Val::Err,
             },
-            None => t.shape().iter().map(|d| d.known().unwrap_or(1)).product(),
+            None => t
+                .shape()
+                .iter()
+                .map(|d| d.known().unwrap_or(1) as f64)
+                .product(),
         };
-        self.binary(
-            AstBin::Div,
-            Val::V(s),
-            span,
-            Val::Float(n as f64),
-            span,
-            span,
-        )
+        let sum = self.reduce_value(ReduceOp::Sum, x, a, span);
+        if !matches!(sum, Val::V(_)) {
+            return sum;
+        }
+        self.binary(AstBin::Div, sum, span, Val::Float(n), span, span)
     }
 
     fn select(&mut self, a: &Args, span: Span) -> Val {
@@ -951,7 +983,9 @@ impl Builder<'_, '_> {
                     span,
                 )
                 .label(format!("{d} matmul"))
-                .help("MXU inputs: v4 f32/bf16/i8; v5e, v5p, v6e also fp8; tpu7x f32/bf16/fp8"),
+                .help(
+                    "MXU inputs: v4 f32/bf16; v5e, v5p, v6e f32/bf16/i8/u8/fp8; tpu7x f32/bf16/fp8",
+                ),
             );
         }
         let natural = if d.is_float() { DType::F32 } else { DType::I32 };
@@ -1047,11 +1081,33 @@ impl Builder<'_, '_> {
                 _ => (e, &[]),
             };
             let what = ["source", "destination", "semaphore"][i];
-            let Some((view, ty)) = self.ref_view(base, idx, e.span) else {
+            match self.expr(base) {
+                Val::Ref(_) => {}
+                Val::Err => return Val::Err,
+                other => {
+                    let d = self.describe(&other);
+                    return self.error(
+                        Diag::new(
+                            &codes::DMA_SPACES,
+                            format!("the {what} of a DMA must be a ref window; this is {d}"),
+                            e.span,
+                        )
+                        .label("not a ref")
+                        .help("DMAs copy between refs: `copy_start(src[..], dst[..], sem[0])`"),
+                    );
+                }
+            }
+            let Some((mut view, mut ty)) = self.ref_view(base, idx, e.span) else {
                 return Val::Err;
             };
             let space = self.refs[view.target].ty.space;
             let is_sem = space == crate::ir::Space::Semaphore;
+            // A lone semaphore (`sem: dma_sem`) is used without an index.
+            if is_sem && idx.is_empty() && ty.elements() == Some(1) {
+                view.index =
+                    vec![crate::ir::Slice::Index(crate::ir::Start::Const(0)); view.index.len()];
+                ty = Type::Scalar(ty.dtype());
+            }
             if (i == 2) != is_sem {
                 return self.error(
                     Diag::new(&codes::DMA_SPACES, format!("the {what} of a DMA must be {}", if i == 2 { "a DMA semaphore" } else { "a data ref window" }), e.span)

@@ -17,10 +17,10 @@ pub fn builtins_names() -> &'static [&'static str] {
     builtins::NAMES
 }
 
-use crate::ast::{self, BlockDim as AstBlockDim, Clause, ParamKind, Placement};
+use crate::ast::{self, BlockDim as AstBlockDim, Clause, Expr, ExprKind, ParamKind, Placement};
 use crate::diag::{codes, Diag};
 use crate::ir::{
-    self, Arena, BlockDim, Dim, Func, ParamValue, RefDecl, RefOrigin, RefType, Role, Space,
+    self, Arena, BlockDim, DType, Dim, Func, ParamValue, RefDecl, RefOrigin, RefType, Role, Space,
 };
 use crate::resolve::{ModId, Program};
 use crate::span::{FileId, Span};
@@ -116,14 +116,36 @@ pub fn check_kernel(
             .iter()
             .find(|(n, _)| *n == p.name.name)
             .map(|(_, e)| e);
-        let val = {
-            let mut b = Builder::constant(ck, m, &refs, &header.bindings);
-            match (given, &p.default) {
-                (Some(e), _) => b.const_expr(&e.0),
-                (None, Some(d)) => b.const_expr(d),
-                (None, None) => Val::Unit,
-            }
-        };
+        let val =
+            {
+                let mut b = Builder::constant(ck, m, &refs, &header.bindings);
+                match (given, &p.default) {
+                    (Some(e), _) => match unknown_name(&e.0, &header.bindings) {
+                        Some(bad) => {
+                            let want = if p.kind == ParamKind::Int {
+                                "an integer"
+                            } else {
+                                "a dtype"
+                            };
+                            b.error(
+                            Diag::new(
+                                &codes::BAD_PARAM_VALUE,
+                                format!("parameter `{}` takes {want}", p.name.name),
+                                bad.span,
+                            )
+                            .label(format!("`{}` is not a number, dtype or parameter", bad.name))
+                            .help(
+                                "values are integers, integer expressions of earlier parameters \
+                                 (`4 * bm`) or dtype names (`bf16`)",
+                            ),
+                        )
+                        }
+                        None => b.const_expr(&e.0),
+                    },
+                    (None, Some(d)) => b.const_expr(d),
+                    (None, None) => Val::Unit,
+                }
+            };
         let (bound, value) = match (p.kind, val) {
             (ParamKind::Int, Val::Int(d)) => (
                 Val::Int(d.clone()),
@@ -131,6 +153,24 @@ pub fn check_kernel(
                     .map(ParamValue::Int)
                     .unwrap_or(ParamValue::Unbound),
             ),
+            (ParamKind::Dtype, Val::Dtype(d)) if !ck.target.supports(d) => {
+                let t = ck.target;
+                let span = given
+                    .map(|e| e.0.span)
+                    .or(p.default.as_ref().map(|d| d.span))
+                    .unwrap_or(p.span);
+                ck.error(
+                    Diag::new(
+                        &codes::DTYPE_TARGET,
+                        format!("`{d}` is not supported on {t}"),
+                        span,
+                    )
+                    .label(format!("no {d} on this generation"))
+                    .with(p.name.span, "parameter declared here")
+                    .help("fp8 types need v5e or later; pick another --target or dtype"),
+                );
+                (Val::Err, ParamValue::Unbound)
+            }
             (ParamKind::Dtype, Val::Dtype(d)) => (Val::Dtype(d), ParamValue::Dtype(d)),
             (ParamKind::Int, Val::Unit) => {
                 if spec.specialise {
@@ -560,6 +600,24 @@ fn missing_param(p: &ast::Ident, decl: &ast::KernelDecl) -> Diag {
         "pass it with `-p {}=VALUE`, or give it a default in the kernel (`{} = ...`)",
         p.name, p.name
     ))
+}
+
+/// The first name in a `-p` value that is neither a dtype nor an earlier
+/// parameter (`-p bm=big`).
+fn unknown_name<'a>(e: &'a Expr, bindings: &[(String, Binding)]) -> Option<&'a ast::Ident> {
+    match &e.kind {
+        ExprKind::Name(p) if p.segments.len() == 1 => {
+            let id = &p.segments[0];
+            let known =
+                DType::from_name(&id.name).is_some() || bindings.iter().any(|(n, _)| *n == id.name);
+            (!known).then_some(id)
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => unknown_name(a, bindings),
+        ExprKind::Binary(_, a, b) => {
+            unknown_name(a, bindings).or_else(|| unknown_name(b, bindings))
+        }
+        _ => None,
+    }
 }
 
 fn describe_const(v: &Val) -> String {

@@ -179,13 +179,18 @@ pub fn padded_bytes(t: &RefType) -> Option<u64> {
         .collect::<Option<_>>()?;
     let n = dims.len();
     if n >= 1 {
-        dims[n - 1] = dims[n - 1].div_ceil(128) * 128;
+        dims[n - 1] = dims[n - 1].div_ceil(128).saturating_mul(128);
     }
     if n >= 2 {
         let s = t.dtype.sublane_tile();
-        dims[n - 2] = dims[n - 2].div_ceil(s) * s;
+        dims[n - 2] = dims[n - 2].div_ceil(s).saturating_mul(s);
     }
-    Some(dims.iter().product::<u64>() * t.dtype.bytes())
+    // Saturates: a block too large to count is certainly over any budget.
+    Some(
+        dims.iter()
+            .try_fold(t.dtype.bytes(), |acc, &d| acc.checked_mul(d))
+            .unwrap_or(u64::MAX),
+    )
 }
 
 fn mib(b: u64) -> String {
@@ -208,7 +213,7 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
         match (o.space, o.block.is_some()) {
             (Space::Vmem, true) => vmem.push((
                 format!("`{}` block {} x2 (double-buffered)", o.name, t),
-                2 * bytes,
+                bytes.saturating_mul(2),
             )),
             (Space::Vmem, false) => vmem.push((format!("`{}` whole array {}", o.name, t), bytes)),
             (Space::Smem, _) => smem.push((format!("`{}`", o.name), t.bytes().unwrap_or(0).max(4))),
@@ -256,7 +261,7 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
         .vmem_limit
         .unwrap_or(target.vmem_bytes())
         .min(target.vmem_bytes());
-    let total: u64 = vmem.iter().map(|(_, b)| b).sum();
+    let total = vmem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
     if total > limit {
         let what = if k.vmem_limit.is_some() {
             "the kernel's `vmem_limit`".to_string()
@@ -279,7 +284,7 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
         }
         ck.error(d);
     }
-    let stotal: u64 = smem.iter().map(|(_, b)| b).sum();
+    let stotal = smem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
     if stotal > target.smem_bytes() {
         let mut d = Diag::new(
             &codes::SMEM_BUDGET,
@@ -303,14 +308,20 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
 /// parallel steps at once.
 fn races(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
     for o in k.operands.iter().filter(|o| o.role == Role::Output) {
-        let Some(b) = &o.block else {
+        // Whole-array outputs in HBM are written by DMA, to parts the body
+        // chooses; in VMEM or SMEM every step holds the whole array.
+        if o.block.is_none() && o.space == Space::Any {
             continue;
-        };
+        }
         for (axis, g) in k.grid.iter().enumerate() {
             if g.semantics != Semantics::Parallel || g.extent == Dim::Known(1) {
                 continue;
             }
-            if !depends_on(&b.index_map, axis) {
+            let shared = match &o.block {
+                Some(b) => !depends_on(&b.index_map, axis),
+                None => true,
+            };
+            if shared {
                 let span = block_span(decl, &o.name).unwrap_or(o.span);
                 let gspan = decl
                     .clauses
@@ -331,10 +342,14 @@ fn races(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
                         ),
                         span,
                     )
-                    .label(format!("the index map does not use `{}`", g.name))
+                    .label(if o.block.is_some() {
+                        format!("the index map does not use `{}`", g.name)
+                    } else {
+                        "the whole array is one block of every step".to_string()
+                    })
                     .with(gspan, "declared parallel here")
                     .help(format!(
-                        "mark `{}` as `arbitrary` to accumulate over it, or index the output by it",
+                        "mark `{}` as `arbitrary` to accumulate over it, or give the output a block indexed by it",
                         g.name
                     )),
                 );
@@ -440,7 +455,14 @@ pub fn vmem_report(k: &Kernel) -> Vec<(String, u64)> {
     for o in &k.operands {
         if o.space == Space::Vmem {
             if let Some(b) = padded_bytes(&k.refs[o.ref_id].ty) {
-                out.push((o.name.clone(), if o.block.is_some() { 2 * b } else { b }));
+                out.push((
+                    o.name.clone(),
+                    if o.block.is_some() {
+                        b.saturating_mul(2)
+                    } else {
+                        b
+                    },
+                ));
             }
         }
     }

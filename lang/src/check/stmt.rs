@@ -22,8 +22,10 @@ impl Builder<'_, '_> {
         }
         let v = match &b.tail {
             Some(t) => {
+                // A tail `if` with an `else` is the block's value when
+                // both branches produce one; otherwise it is a statement.
                 if let ExprKind::If(c, th, el) = &t.kind {
-                    self.if_expr(c, th, el.as_deref(), t.span, false)
+                    self.if_expr(c, th, el.as_deref(), t.span, el.is_some())
                 } else {
                     self.expr(t)
                 }

@@ -128,9 +128,9 @@ codes! {
         example: "x[ds(i, n)]   // error when n is a run-time value\nx[ds(i, 128)]",
     }
     INDEX_RANK = "PK0206" "wrong-index-count" {
-        what: "A ref is indexed with more or fewer indices than it has dimensions.",
-        why: "Use `..` to take all remaining dimensions.",
-        example: "acc[0]   // error on a 2-D ref\nacc[0, ..]",
+        what: "A ref is indexed with more indices than it has dimensions, or with `..` more than once.",
+        why: "Each index selects along one dimension; dimensions not mentioned are taken whole, as in numpy, and `..` stands for all remaining ones.",
+        example: "acc[0, 0, 0]   // error on a 2-D ref\nacc[0, ..]",
     }
     OUT_OF_BOUNDS = "PK0207" "static-out-of-bounds" {
         what: "A static index or slice lies outside the ref.",
@@ -168,9 +168,9 @@ codes! {
         example: "bitcast(x_f32, i16)   // error\nbitcast(x_f32, i32)",
     }
     BAD_RESHAPE = "PK0214" "invalid-reshape" {
-        what: "A reshape changes the number of elements, or is one the TPU cannot do cheaply.",
-        why: "Reshapes must keep the element count; on the TPU the last dimension should stay a multiple of 128 lanes.",
-        example: "reshape(x, [3, 100])   // error on 8x128",
+        what: "A reshape changes the number of elements.",
+        why: "A reshape keeps every element, in row-major order; only the shape changes.",
+        example: "reshape(x, [3, 100])   // error on f32[8, 128]\nreshape(x, [16, 64])",
     }
     BAD_AXIS = "PK0215" "axis-out-of-range" {
         what: "An axis argument is outside the value's rank.",
@@ -219,8 +219,8 @@ codes! {
         example: "x: f32[M, N] block [4, 100] at (i, j)   // error\nx: f32[M, N] block [8, 128] at (i, j)",
     }
     BLOCK_RANK1 = "PK0302" "block-rank1" {
-        what: "A rank-1 block is not a multiple of 1024 elements (8 x 128) and not the whole array.",
-        why: "1-D blocks are laid out over whole vreg tiles.",
+        what: "A rank-1 block is neither the whole array nor a multiple of one vreg tile: 1024 elements for 32-bit types, 2048 for 16-bit, 4096 for 8-bit.",
+        why: "1-D blocks are laid out over whole (8 x 128) vreg tiles, and narrow types pack 2 or 4 values per 32-bit slot.",
         example: "x: f32[N] block [512] at (i)   // error\nx: f32[N] block [1024] at (i)",
     }
     BLOCK_PACKING = "PK0303" "block-packing" {
@@ -235,7 +235,7 @@ codes! {
     }
     MATMUL_DTYPE = "PK0305" "matmul-dtype" {
         what: "`dot` operands have a dtype the target's MXU does not support, or differ from each other.",
-        why: "MXU inputs per generation: v4 f32/bf16/i8; v5e, v5p, v6e also fp8; TPU7x f32/bf16/fp8.",
+        why: "MXU inputs per generation, as libtpu's Mosaic compiler accepts them: v4 f32/bf16; v5e, v5p, v6e f32/bf16/i8/u8/fp8; TPU7x f32/bf16/fp8.",
         example: "dot(a_i8, b_i8) on tpu7x   // error",
     }
     VMEM_BUDGET = "PK0306" "vmem-budget" {
@@ -320,8 +320,8 @@ codes! {
         example: "Please report the kernel source with the message.",
     }
     NO_KERNEL = "PK0404" "kernel-selection" {
-        what: "The file has no kernel of that name, or several kernels and no `--kernel`.",
-        why: "Commands that specialise a kernel need exactly one.",
+        what: "`--kernel NAME` names no kernel of the file.",
+        why: "Without `--kernel` every kernel of the file is used; with it, the name must be one of them.",
         example: "pkc emit ir file.pk --kernel matmul",
     }
 }

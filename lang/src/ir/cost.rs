@@ -67,7 +67,14 @@ fn block_cost(f: &Func, b: BlockId) -> OpCost {
     let mut c = OpCost::default();
     for &op in &f.blocks[b].ops {
         let o = &f.ops[op];
-        let out = o.results.first().map(|r| elements(f, *r)).unwrap_or(0);
+        // Scalar-unit work (index arithmetic, loop counters) is not counted:
+        // the estimate is about the vector and matrix units.
+        let out = o
+            .results
+            .first()
+            .filter(|r| !f.ty(**r).is_scalar())
+            .map(|r| elements(f, *r))
+            .unwrap_or(0);
         match &o.kind {
             OpKind::Unary(u, _) => {
                 c.flops += out;

@@ -147,7 +147,8 @@ pub enum Start {
 pub enum Slice {
     /// One position; the dimension is dropped from the result.
     Index(Start),
-    /// `size` consecutive positions from `start`.
+    /// `size` consecutive positions from `start`. In an unspecialised
+    /// kernel, size 0 of a symbolic dimension stands for the whole of it.
     Range { start: Start, size: u64 },
 }
 

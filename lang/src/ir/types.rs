@@ -167,15 +167,17 @@ impl Dim {
         self.known().map(|v| v.max(0) as u64).unwrap_or(0)
     }
 
-    /// Folds `a op b`; `None` on division by zero or overflow.
+    /// Folds `a op b`; `None` on division by zero or overflow. `/` and `%`
+    /// truncate toward zero, as they do at run time.
     pub fn bin(op: SymOp, a: &Dim, b: &Dim) -> Option<Dim> {
         if let (Some(x), Some(y)) = (a.known(), b.known()) {
             let v = match op {
                 SymOp::Add => x.checked_add(y)?,
                 SymOp::Sub => x.checked_sub(y)?,
                 SymOp::Mul => x.checked_mul(y)?,
-                SymOp::Div => x.checked_div_euclid(y)?,
-                SymOp::Rem => x.checked_rem_euclid(y)?,
+                // Truncating, like the same operators on run-time integers.
+                SymOp::Div => x.checked_div(y)?,
+                SymOp::Rem => x.checked_rem(y)?,
                 SymOp::CDiv => {
                     if y == 0 {
                         return None;
@@ -274,9 +276,9 @@ impl Type {
 
     /// The element count, when known.
     pub fn elements(&self) -> Option<u64> {
-        self.shape()
-            .iter()
-            .try_fold(1u64, |acc, d| d.known().map(|v| acc * v.max(0) as u64))
+        self.shape().iter().try_fold(1u64, |acc, d| {
+            d.known().map(|v| acc.saturating_mul(v.max(0) as u64))
+        })
     }
 }
 
@@ -325,7 +327,7 @@ impl RefType {
     pub fn bytes(&self) -> Option<u64> {
         Type::of(self.dtype, self.shape.clone())
             .elements()
-            .map(|n| n * self.dtype.bytes())
+            .map(|n| n.saturating_mul(self.dtype.bytes()))
     }
 }
 

@@ -544,6 +544,12 @@ impl Ctx<'_> {
         for (s, dim) in v.index.iter().zip(&r.ty.shape) {
             let (st, size) = match s {
                 Slice::Index(st) => (st, 1),
+                // Size 0 of a symbolic dimension is the whole of it (only
+                // in unspecialised kernels, which are checked, not lowered).
+                Slice::Range { start, size: 0 } if dim.known().is_none() => {
+                    shape.push(dim.clone());
+                    (start, 0)
+                }
                 Slice::Range { start, size } => {
                     shape.push(Dim::Known(*size as i64));
                     (start, *size)
