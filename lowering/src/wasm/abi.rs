@@ -1,0 +1,305 @@
+//! The contract between a lowered kernel's `.wasm` and the host that runs it:
+//! import and export names, the memory layout, and the side tables that
+//! give every host call and trap its meaning and its `.pk` source location.
+//!
+//! Everything here is plain data (serde), so a kernel package can carry the
+//! `.wasm` with this manifest as JSON and any Wasm host can run it without
+//! the compiler.
+//!
+//! invariant: the manifest describes exactly the module it was produced
+//! with; `site` numbers in calls index [`CpuManifest::sites`].
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the import/export contract or the layout rules change.
+pub const ABI_VERSION: u32 = 1;
+
+/// The module name of every host import.
+pub const IMPORT_MODULE: &str = "pk";
+/// `trap(site, kind, a, b)`: reports a strictness violation and never
+/// returns. `kind` is a [`TrapKind`] code; `a`, `b` depend on the kind.
+pub const IMPORT_TRAP: &str = "trap";
+/// `dot(site, lhs_addr, rhs_addr, out_addr)`: the MXU. Shapes, strides and
+/// dtypes are in [`DotSite`].
+pub const IMPORT_DOT: &str = "dot";
+/// `dma_start(site)` / `dma_wait(site)`: the DMA engine. Dynamic window
+/// starts are written to the argument area first (see [`DmaSite`]).
+pub const IMPORT_DMA_START: &str = "dma_start";
+pub const IMPORT_DMA_WAIT: &str = "dma_wait";
+
+/// The exported linear memory (VMEM + SMEM of one TensorCore).
+pub const EXPORT_MEMORY: &str = "memory";
+/// The kernel body: one i32 parameter per grid axis.
+pub const EXPORT_KERNEL: &str = "kernel";
+/// A mutable i32 global holding the site of the innermost loop running,
+/// or -1; read when a run is interrupted to say which loop did not end.
+pub const EXPORT_LOOP_SITE: &str = "loop_site";
+
+/// The export name of operand `i`'s index map: grid indices in, one block
+/// index per array dimension out (multi-value).
+pub fn index_map_export(operand: usize) -> String {
+    format!("index_map_{operand}")
+}
+
+/// What a `trap` call reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(i32)]
+pub enum TrapKind {
+    /// A dynamic window start outside the ref: `a` = dimension, `b` = start.
+    OutOfBounds = 1,
+    /// Integer division or remainder by zero.
+    DivideByZero = 2,
+    /// A load read elements never written (only with `check_uninit`): `a` =
+    /// the flat element index inside the window.
+    Uninitialized = 3,
+}
+
+impl TrapKind {
+    pub fn from_code(c: i32) -> Option<TrapKind> {
+        Some(match c {
+            1 => TrapKind::OutOfBounds,
+            2 => TrapKind::DivideByZero,
+            3 => TrapKind::Uninitialized,
+            _ => return None,
+        })
+    }
+}
+
+/// The bit patterns that mark never-written memory: a quiet NaN with a
+/// recognisable payload for floats, and a byte pattern for integers.
+pub mod poison {
+    /// f32 poison (a quiet NaN).
+    pub const F32: u32 = 0x7FC0_DEAD;
+    /// bf16 poison (a quiet NaN).
+    pub const BF16: u16 = 0x7FC1;
+    /// 8-bit float poison: NaN in both fp8 formats (0x7F is NaN in
+    /// e4m3fn, and a quiet NaN in e5m2).
+    pub const F8: u8 = 0x7F;
+    /// Integer poison, repeated to the element width.
+    pub const INT_BYTE: u8 = 0xA5;
+}
+
+/// A source location: file, 1-based line and column, and the byte range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Loc {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// One source file, carried so that diagnostics can quote the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceText {
+    pub name: String,
+    pub text: String,
+}
+
+/// An op that may call the host or trap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Site {
+    /// What the op is, in words (`load of x`, `integer division`...).
+    pub what: String,
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Space {
+    Vmem,
+    Smem,
+    Any,
+    Semaphore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefOrigin {
+    Operand(usize),
+    Scratch(usize),
+}
+
+/// Where one ref of the kernel lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefSlot {
+    pub name: String,
+    pub origin: RefOrigin,
+    pub space: Space,
+    /// The dtype's `.pk` name.
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    /// Byte offset in linear memory; `None` for ANY refs (host memory).
+    pub offset: Option<u32>,
+    /// Bytes of the buffer (elements x storage width).
+    pub bytes: u32,
+    /// Byte offset of the one-byte-per-element "written" map, when the
+    /// module was lowered with `check_uninit`.
+    pub shadow: Option<u32>,
+}
+
+/// How a grid axis is split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Semantics {
+    Parallel,
+    Arbitrary,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridAxis {
+    pub name: String,
+    pub extent: u64,
+    pub semantics: Semantics,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    Prefetch,
+    Input,
+    Output,
+}
+
+/// One operand of the kernel as the host sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperandInfo {
+    pub name: String,
+    pub role: Role,
+    pub dtype: String,
+    /// The whole array's shape.
+    pub shape: Vec<u64>,
+    pub space: Space,
+    /// Block extents per array dimension (squeezed dimensions are 1), or
+    /// `None` when the kernel sees the whole array.
+    pub block: Option<Vec<u64>>,
+    /// Which dimensions of the block are squeezed (dropped in the kernel).
+    pub squeezed: Vec<bool>,
+    /// Index of the kernel's ref for this operand.
+    pub ref_index: usize,
+    /// For outputs: the operand whose buffer this output reuses.
+    pub aliases: Option<usize>,
+    pub loc: Loc,
+}
+
+/// The start of one window dimension: a constant, or an i32 the module
+/// writes to the argument area (slot `n` at `args_offset + 4 n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WinStart {
+    Const(u64),
+    Arg(u32),
+}
+
+/// A window of a ref, as DMA descriptors carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub ref_index: usize,
+    pub starts: Vec<WinStart>,
+    /// Extent per ref dimension (1 for an indexed dimension).
+    pub sizes: Vec<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DmaSite {
+    pub site: u32,
+    pub src: Window,
+    pub dst: Window,
+    pub sem: Window,
+}
+
+/// Element kind of a `dot` call's 32-bit lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DotKind {
+    /// f32 lanes (f32 or bf16 values): f32 products, f32 accumulation.
+    F32,
+    /// i32 lanes (8/16/32-bit integer values): i32 wrapping accumulation.
+    I32,
+}
+
+/// One `dot` op. The operands are row-major matrices in linear memory
+/// with the given row strides (in elements); the output is contiguous
+/// `m x n`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DotSite {
+    pub site: u32,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub trans_lhs: bool,
+    pub trans_rhs: bool,
+    /// Row stride of the lhs as stored (before any transpose).
+    pub lhs_ld: u32,
+    pub rhs_ld: u32,
+    /// Rows and columns of the lhs and rhs as stored.
+    pub lhs_dims: (u32, u32),
+    pub rhs_dims: (u32, u32),
+    pub kind: DotKind,
+    /// The dtype names of the operands (for cost accounting and messages).
+    pub lhs_dtype: String,
+    pub rhs_dtype: String,
+    /// Whether the result is rounded to bf16 (never: results are 32-bit);
+    /// kept for the future f32 -> bf16 fused output.
+    pub out_dtype: String,
+}
+
+/// Linear memory regions, in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Layout {
+    /// The argument area for DMA dynamic starts.
+    pub args_offset: u32,
+    pub args_bytes: u32,
+    /// SMEM refs (scalar prefetch, SMEM scratch, semaphores).
+    pub smem_offset: u32,
+    pub smem_bytes: u32,
+    /// VMEM refs (blocks, whole-array VMEM operands, scratch).
+    pub vmem_offset: u32,
+    pub vmem_bytes: u32,
+    /// Intermediate tile values of the body.
+    pub temps_offset: u32,
+    pub temps_bytes: u32,
+    /// Shadow maps (only with `check_uninit`).
+    pub shadow_offset: u32,
+    pub shadow_bytes: u32,
+    /// The memory the module declares as its minimum size.
+    pub memory_bytes: u64,
+    /// The module's maximum memory: the target's VMEM + SMEM.
+    pub memory_limit: u64,
+}
+
+/// Everything a host needs to run the `.wasm` of one kernel specialisation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuManifest {
+    pub abi_version: u32,
+    pub kernel: String,
+    /// The target whose VMEM the memory models.
+    pub target: String,
+    /// `NAME=VALUE` of each parameter of this specialisation.
+    pub params: Vec<(String, String)>,
+    pub grid: Vec<GridAxis>,
+    pub operands: Vec<OperandInfo>,
+    /// Indexed by the IR's ref handles.
+    pub refs: Vec<RefSlot>,
+    pub layout: Layout,
+    pub sites: Vec<Site>,
+    pub dots: Vec<DotSite>,
+    pub dmas: Vec<DmaSite>,
+    /// Whether loads check the shadow maps (`check_uninit`).
+    pub check_uninit: bool,
+    /// The kernel's location.
+    pub loc: Loc,
+    pub sources: Vec<SourceText>,
+}
+
+impl CpuManifest {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn from_json(text: &str) -> Result<CpuManifest, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    pub fn dot(&self, site: u32) -> Option<&DotSite> {
+        self.dots.iter().find(|d| d.site == site)
+    }
+
+    pub fn dma(&self, site: u32) -> Option<&DmaSite> {
+        self.dmas.iter().find(|d| d.site == site)
+    }
+}

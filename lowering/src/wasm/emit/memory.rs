@@ -1,0 +1,628 @@
+//! Ref access and host calls: loads and stores of windows (with bounds
+//! checks on dynamic starts and, optionally, the shadow "written" maps),
+//! DMA descriptors, and the MXU `dot` call on tiles in place.
+
+use super::{elems, is_f, shape, Addr, Em};
+use crate::wasm::abi::{self, DmaSite, DotKind, DotSite, TrapKind, WinStart};
+use crate::wasm::fb::{m128, mem, Fb};
+use crate::wasm::math::Helper;
+use crate::wasm::plan::GroupKind;
+use crate::wasm::Error;
+use pk_lang::ir::{DType, Kernel, RefView, Slice, Space, Start, Value};
+use wasm_encoder::{BlockType, Instruction as I, ValType};
+
+/// A window of a ref in linear memory.
+pub(super) struct Win {
+    pub dtype: DType,
+    pub eb: u32,
+    pub base: Addr,
+    /// Byte offset of the ref's buffer and of its shadow map.
+    pub ref_offset: u32,
+    pub shadow: Option<u32>,
+    /// Range dimensions of size > 1: (size, stride in elements).
+    pub dims: Vec<(u64, u64)>,
+}
+
+/// One contiguous (or single-strided) run of a window.
+pub(super) struct Run {
+    /// Local holding the byte address of the run's first element.
+    pub addr: u32,
+    /// Local holding the window-order index of the run's first element.
+    pub elem: u32,
+    pub len: u64,
+    /// Element stride inside the run (1 when contiguous).
+    pub stride: u64,
+}
+
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Whether a load of this window can be read in place (see `plan`).
+pub(crate) fn view_kind(k: &Kernel, v: &RefView, all_dot: bool) -> Option<GroupKind> {
+    let r = k.refs.get(v.target)?;
+    if !matches!(r.ty.space, Space::Vmem | Space::Smem)
+        || !matches!(r.ty.dtype, DType::F32 | DType::I32 | DType::Bool)
+    {
+        return None;
+    }
+    let shape: Vec<u64> = r.ty.shape.iter().map(|d| d.get()).collect();
+    let st = strides(&shape);
+    let ranges: Vec<(u64, u64)> = v
+        .index
+        .iter()
+        .zip(&st)
+        .filter_map(|(s, &stride)| match s {
+            Slice::Range { size, .. } => Some((*size, stride)),
+            Slice::Index(_) => None,
+        })
+        .collect();
+    let mut expected = 1u64;
+    let mut contiguous = true;
+    for &(size, stride) in ranges.iter().rev() {
+        if size > 1 && stride != expected {
+            contiguous = false;
+        }
+        expected *= size;
+    }
+    if contiguous {
+        return Some(GroupKind::View { ld: None });
+    }
+    match ranges.as_slice() {
+        [(_, s0), (n1, s1)] if all_dot && (*s1 == 1 || *n1 == 1) && *s0 >= *n1 => {
+            Some(GroupKind::View {
+                ld: Some(*s0 as u32),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Loads one element of storage dtype `d` (address on the stack) as a lane.
+pub(super) fn load_elem(fb: &mut Fb, d: DType, off: u32) {
+    match d {
+        DType::F32 => fb.op(I::F32Load(mem(off, 2))),
+        DType::BF16 => fb
+            .op(I::I32Load16U(mem(off, 1)))
+            .i32c(16)
+            .op(I::I32Shl)
+            .op(I::F32ReinterpretI32),
+        DType::I16 => fb.op(I::I32Load16S(mem(off, 1))),
+        DType::I8 => fb.op(I::I32Load8S(mem(off, 0))),
+        DType::U8 => fb.op(I::I32Load8U(mem(off, 0))),
+        _ => fb.op(I::I32Load(mem(off, 2))),
+    };
+}
+
+/// Stores a lane (address and value on the stack) as storage dtype `d`.
+/// bf16 lanes are already rounded, so the store keeps the high half.
+pub(super) fn store_elem(fb: &mut Fb, d: DType, off: u32) {
+    match d {
+        DType::F32 => fb.op(I::F32Store(mem(off, 2))),
+        DType::BF16 => fb
+            .op(I::I32ReinterpretF32)
+            .i32c(16)
+            .op(I::I32ShrU)
+            .op(I::I32Store16(mem(off, 1))),
+        DType::I16 => fb.op(I::I32Store16(mem(off, 1))),
+        DType::I8 | DType::U8 => fb.op(I::I32Store8(mem(off, 0))),
+        _ => fb.op(I::I32Store(mem(off, 2))),
+    };
+}
+
+/// Loads four consecutive elements as four lanes.
+fn load_vec(fb: &mut Fb, d: DType, off: u32) {
+    match d {
+        DType::BF16 => {
+            fb.op(I::V128Load16x4U(mem(off, 1)))
+                .i32c(16)
+                .op(I::I32x4Shl);
+        }
+        DType::I16 => {
+            fb.op(I::V128Load16x4S(mem(off, 1)));
+        }
+        DType::I8 => {
+            fb.op(I::V128Load32Zero(mem(off, 0)));
+            fb.op(I::I16x8ExtendLowI8x16S).op(I::I32x4ExtendLowI16x8S);
+        }
+        DType::U8 => {
+            fb.op(I::V128Load32Zero(mem(off, 0)));
+            fb.op(I::I16x8ExtendLowI8x16U).op(I::I32x4ExtendLowI16x8U);
+        }
+        _ => {
+            fb.op(I::V128Load(m128(off)));
+        }
+    }
+}
+
+/// Stores four lanes as four consecutive elements.
+fn store_vec(fb: &mut Fb, d: DType, off: u32) {
+    let t = fb.local(ValType::V128);
+    match d {
+        DType::BF16 => {
+            fb.i32c(16)
+                .op(I::I32x4ShrU)
+                .tee(t)
+                .get(t)
+                .op(I::I16x8NarrowI32x4U);
+            fb.op(I::V128Store64Lane {
+                memarg: mem(off, 1),
+                lane: 0,
+            });
+        }
+        DType::I16 => {
+            fb.tee(t).get(t).op(I::I16x8NarrowI32x4S);
+            fb.op(I::V128Store64Lane {
+                memarg: mem(off, 1),
+                lane: 0,
+            });
+        }
+        DType::I8 | DType::U8 => {
+            let (n16, n8) = if d == DType::I8 {
+                (I::I16x8NarrowI32x4S, I::I8x16NarrowI16x8S)
+            } else {
+                (I::I16x8NarrowI32x4U, I::I8x16NarrowI16x8U)
+            };
+            fb.tee(t).get(t).op(n16).tee(t).get(t).op(n8);
+            fb.op(I::V128Store32Lane {
+                memarg: mem(off, 0),
+                lane: 0,
+            });
+        }
+        _ => {
+            fb.op(I::V128Store(m128(off)));
+        }
+    }
+}
+
+fn log2(eb: u32) -> i32 {
+    eb.trailing_zeros() as i32
+}
+
+impl Em<'_, '_> {
+    /// Resolves a window: bounds-checks dynamic starts and computes the
+    /// address of its first element.
+    pub(super) fn window(&mut self, v: &RefView, what: &str) -> Result<Win, Error> {
+        let slot = &self.slots[v.target.index()];
+        let r = &self.k.refs[v.target];
+        let Some(ref_offset) = slot.offset else {
+            return Err(self.unsupported(format!("direct access to the ANY ref `{}`", r.name)));
+        };
+        let dtype = r.ty.dtype;
+        if matches!(dtype, DType::F8E4M3FN | DType::F8E5M2) {
+            return Err(self.unsupported(format!("{dtype} refs")));
+        }
+        let eb = dtype.bytes() as u32;
+        let shape: Vec<u64> = slot.shape.clone();
+        let st = strides(&shape);
+        let name = r.name.clone();
+        let mut fixed = u64::from(ref_offset);
+        let mut dynamic = Vec::new();
+        let mut dims = Vec::new();
+        for (d, s) in v.index.iter().enumerate() {
+            let (start, size) = match s {
+                Slice::Index(st) => (*st, 1),
+                Slice::Range { start, size } => {
+                    if *size > 1 {
+                        dims.push((*size, st[d]));
+                    }
+                    (*start, *size)
+                }
+            };
+            match start {
+                Start::Const(c) => fixed += c * st[d] * u64::from(eb),
+                Start::Dyn(x) => dynamic.push((d, x, size)),
+            }
+        }
+        let base = if dynamic.is_empty() {
+            Addr::Const(fixed as u32)
+        } else {
+            let site = self.site(format!("{what} of `{name}`"));
+            let a = self.fb.i32l();
+            self.fb.u32c(fixed as u32).set(a);
+            for (d, x, size) in dynamic {
+                let xl = self.local(x);
+                let limit = shape[d].saturating_sub(size);
+                self.fb.get(xl).u32c(limit as u32).op(I::I32GtU);
+                self.fb.op(I::If(BlockType::Empty));
+                self.trap(site, TrapKind::OutOfBounds, |fb| {
+                    fb.i32c(d as i32).get(xl);
+                });
+                self.fb.op(I::End);
+                self.fb.get(a).get(xl).u32c((st[d] * u64::from(eb)) as u32);
+                self.fb.op(I::I32Mul).op(I::I32Add).set(a);
+            }
+            Addr::Local(a)
+        };
+        Ok(Win {
+            dtype,
+            eb,
+            base,
+            ref_offset,
+            shadow: slot.shadow,
+            dims,
+        })
+    }
+
+    /// Emits `body` once per run of the window, inside loops over the
+    /// window's outer dimensions.
+    pub(super) fn walk(&mut self, w: &Win, body: impl FnOnce(&mut Self, &Run)) {
+        let dims = &w.dims;
+        let (len, stride, nouter) = match dims.last() {
+            None => (1, 1, 0),
+            Some(&(s, 1)) => {
+                let mut run = s;
+                let mut k = dims.len() - 1;
+                while k > 0 && dims[k - 1].1 == run {
+                    run *= dims[k - 1].0;
+                    k -= 1;
+                }
+                (run, 1, k)
+            }
+            Some(&(s, st)) => (s, st, dims.len() - 1),
+        };
+        let (addr, elem) = (self.fb.i32l(), self.fb.i32l());
+        self.push_addr(w.base);
+        self.fb.set(addr).i32c(0).set(elem);
+        let run = Run {
+            addr,
+            elem,
+            len,
+            stride,
+        };
+        let outer: Vec<(u64, u64)> = dims[..nouter].to_vec();
+        self.nest(&outer, w.eb, &run, body);
+    }
+
+    fn nest(
+        &mut self,
+        outer: &[(u64, u64)],
+        eb: u32,
+        run: &Run,
+        body: impl FnOnce(&mut Self, &Run),
+    ) {
+        let Some((&(size, stride), rest)) = outer.split_first() else {
+            body(self, run);
+            self.fb.add_to(run.elem, run.len as i32);
+            return;
+        };
+        let (c, a0) = (self.fb.i32l(), self.fb.i32l());
+        self.fb.get(run.addr).set(a0);
+        self.count_loop(c, size, 1, |em| {
+            em.fb.get(a0).get(c).u32c((stride * u64::from(eb)) as u32);
+            em.fb.op(I::I32Mul).op(I::I32Add).set(run.addr);
+            em.nest(rest, eb, run, body);
+        });
+    }
+
+    /// Copies a run between the window and a contiguous tile of lanes.
+    fn copy_run(&mut self, w: &Win, run: &Run, tile: Addr, into_tile: bool) {
+        let d = self.fb.i32l();
+        self.push_addr(tile);
+        self.fb
+            .get(run.elem)
+            .i32c(2)
+            .op(I::I32Shl)
+            .op(I::I32Add)
+            .set(d);
+        let (dt, eb) = (w.dtype, w.eb);
+        if run.stride == 1 && eb == 4 {
+            let (dst, src) = if into_tile {
+                (d, run.addr)
+            } else {
+                (run.addr, d)
+            };
+            self.fb.get(dst).get(src).u32c((run.len * 4) as u32);
+            self.fb.op(I::MemoryCopy {
+                src_mem: 0,
+                dst_mem: 0,
+            });
+            return;
+        }
+        let j = self.fb.i32l();
+        if run.stride == 1 {
+            let nvec = run.len / 4;
+            let shift = 2 - log2(eb);
+            self.count_loop(j, nvec * 16, 16, |em| {
+                let fb = &mut em.fb;
+                if into_tile {
+                    fb.get(d).get(j).op(I::I32Add);
+                    fb.get(run.addr)
+                        .get(j)
+                        .i32c(shift)
+                        .op(I::I32ShrU)
+                        .op(I::I32Add);
+                    load_vec(fb, dt, 0);
+                    fb.op(I::V128Store(m128(0)));
+                } else {
+                    fb.get(run.addr)
+                        .get(j)
+                        .i32c(shift)
+                        .op(I::I32ShrU)
+                        .op(I::I32Add);
+                    fb.get(d).get(j).op(I::I32Add).op(I::V128Load(m128(0)));
+                    store_vec(fb, dt, 0);
+                }
+            });
+            for t in nvec * 4..run.len {
+                let (to, so) = ((t * 4) as u32, (t * u64::from(eb)) as u32);
+                self.scalar_move(dt, d, to, run.addr, so, into_tile);
+            }
+        } else {
+            let step = (run.stride * u64::from(eb)) as u32;
+            let s = self.fb.i32l();
+            self.fb.get(run.addr).set(s);
+            self.count_loop(j, run.len * 4, 4, |em| {
+                let fb = &mut em.fb;
+                if into_tile {
+                    fb.get(d).get(j).op(I::I32Add).get(s);
+                    load_elem(fb, dt, 0);
+                    fb.op(if is_f(dt) {
+                        I::F32Store(mem(0, 2))
+                    } else {
+                        I::I32Store(mem(0, 2))
+                    });
+                } else {
+                    fb.get(s).get(d).get(j).op(I::I32Add);
+                    fb.op(if is_f(dt) {
+                        I::F32Load(mem(0, 2))
+                    } else {
+                        I::I32Load(mem(0, 2))
+                    });
+                    store_elem(fb, dt, 0);
+                }
+                fb.add_to(s, step as i32);
+            });
+        }
+    }
+
+    /// Moves one element between a tile lane (`tile + to`) and storage
+    /// (`addr + so`).
+    fn scalar_move(&mut self, dt: DType, tile: u32, to: u32, addr: u32, so: u32, into_tile: bool) {
+        let fb = &mut self.fb;
+        if into_tile {
+            fb.get(tile).get(addr);
+            load_elem(fb, dt, so);
+            fb.op(if is_f(dt) {
+                I::F32Store(mem(to, 2))
+            } else {
+                I::I32Store(mem(to, 2))
+            });
+        } else {
+            fb.get(addr).get(tile);
+            fb.op(if is_f(dt) {
+                I::F32Load(mem(to, 2))
+            } else {
+                I::I32Load(mem(to, 2))
+            });
+            store_elem(fb, dt, so);
+        }
+    }
+
+    /// Pushes the shadow address of a run's first element.
+    fn shadow_addr(&mut self, w: &Win, run: &Run, shadow: u32) {
+        self.fb.get(run.addr).u32c(w.ref_offset).op(I::I32Sub);
+        self.fb
+            .i32c(log2(w.eb))
+            .op(I::I32ShrU)
+            .u32c(shadow)
+            .op(I::I32Add);
+    }
+
+    /// Traps if a run holds an element never written (`check_uninit`).
+    fn check_run(&mut self, w: &Win, run: &Run, shadow: u32, site: u32) {
+        let check = self.h.func(Helper::CheckInit);
+        let r = self.fb.i32l();
+        if run.stride == 1 {
+            self.shadow_addr(w, run, shadow);
+            self.fb.u32c(run.len as u32).op(I::Call(check)).tee(r);
+            self.fb.i32c(0).op(I::I32GeS);
+            self.fb.op(I::If(BlockType::Empty));
+            self.trap(site, TrapKind::Uninitialized, |fb| {
+                fb.get(run.elem).get(r).op(I::I32Add).i32c(0);
+            });
+            self.fb.op(I::End);
+            return;
+        }
+        let (j, s) = (self.fb.i32l(), self.fb.i32l());
+        self.shadow_addr(w, run, shadow);
+        self.fb.set(s);
+        self.count_loop(j, run.len, 1, |em| {
+            em.fb.get(s).op(I::I32Load8U(mem(0, 0))).op(I::I32Eqz);
+            em.fb.op(I::If(BlockType::Empty));
+            em.trap(site, TrapKind::Uninitialized, |fb| {
+                fb.get(run.elem).get(j).op(I::I32Add).i32c(0);
+            });
+            em.fb.op(I::End);
+            em.fb.add_to(s, run.stride as i32);
+        });
+    }
+
+    /// Marks a run as written.
+    fn mark_run(&mut self, w: &Win, run: &Run, shadow: u32) {
+        if run.stride == 1 {
+            self.shadow_addr(w, run, shadow);
+            self.fb.i32c(1).u32c(run.len as u32).op(I::MemoryFill(0));
+            return;
+        }
+        let (j, s) = (self.fb.i32l(), self.fb.i32l());
+        self.shadow_addr(w, run, shadow);
+        self.fb.set(s);
+        self.count_loop(j, run.len, 1, |em| {
+            em.fb.get(s).i32c(1).op(I::I32Store8(mem(0, 0)));
+            em.fb.add_to(s, run.stride as i32);
+        });
+    }
+
+    pub(super) fn load(&mut self, v: &RefView, r: Value) -> Result<(), Error> {
+        let w = self.window(v, "load")?;
+        if self.check_uninit {
+            if let Some(sh) = w.shadow {
+                let name = self.k.refs[v.target].name.clone();
+                let site = self.site(format!("load of `{name}`"));
+                self.walk(&w, |em, run| em.check_run(&w, run, sh, site));
+            }
+        }
+        if self.f.ty(r).is_scalar() {
+            let l = self.local(r);
+            let off = self.base(w.base, None);
+            load_elem(&mut self.fb, w.dtype, off);
+            self.fb.set(l);
+        } else if let Some(GroupKind::View { .. }) = self.group_kind(r) {
+            self.set_view(r, w.base);
+        } else {
+            let tile = self.addr(r);
+            self.walk(&w, |em, run| em.copy_run(&w, run, tile, true));
+        }
+        Ok(())
+    }
+
+    pub(super) fn store(&mut self, v: &RefView, x: Value) -> Result<(), Error> {
+        let w = self.window(v, "store")?;
+        if self.f.ty(x).is_scalar() {
+            let off = self.base(w.base, None);
+            self.get(x);
+            store_elem(&mut self.fb, w.dtype, off);
+        } else if self.is_inline(x) {
+            // A contiguous 32-bit window (see `fuse`): compute in place.
+            self.fused_store(w.base, x);
+        } else {
+            let tile = self.addr(x);
+            self.walk(&w, |em, run| em.copy_run(&w, run, tile, false));
+        }
+        if self.check_uninit {
+            if let Some(sh) = w.shadow {
+                self.walk(&w, |em, run| em.mark_run(&w, run, sh));
+            }
+        }
+        Ok(())
+    }
+
+    /// A DMA descriptor window: constant starts, or argument slots the
+    /// module fills before the call.
+    fn dma_window(&mut self, v: &RefView, slot: &mut u32) -> abi::Window {
+        let mut starts = Vec::new();
+        let mut sizes = Vec::new();
+        for s in &v.index {
+            let (st, size) = match s {
+                Slice::Index(st) => (*st, 1),
+                Slice::Range { start, size } => (*start, *size),
+            };
+            sizes.push(size);
+            starts.push(match st {
+                Start::Const(c) => WinStart::Const(c),
+                Start::Dyn(x) => {
+                    let at = self.args_offset + 4 * *slot;
+                    self.fb.u32c(at);
+                    self.get(x);
+                    self.fb.op(I::I32Store(mem(0, 2)));
+                    *slot += 1;
+                    WinStart::Arg(*slot - 1)
+                }
+            });
+        }
+        abi::Window {
+            ref_index: v.target.index(),
+            starts,
+            sizes,
+        }
+    }
+
+    pub(super) fn dma(
+        &mut self,
+        src: &RefView,
+        dst: &RefView,
+        sem: &RefView,
+        start: bool,
+    ) -> Result<(), Error> {
+        let (sn, dn) = (
+            self.k.refs[src.target].name.clone(),
+            self.k.refs[dst.target].name.clone(),
+        );
+        let verb = if start {
+            "start of the DMA"
+        } else {
+            "wait for the DMA"
+        };
+        let site = self.site(format!("{verb} `{sn}` -> `{dn}`"));
+        let mut slot = 0;
+        let desc = DmaSite {
+            site,
+            src: self.dma_window(src, &mut slot),
+            dst: self.dma_window(dst, &mut slot),
+            sem: self.dma_window(sem, &mut slot),
+        };
+        self.sites.arg_slots = self.sites.arg_slots.max(slot);
+        self.sites.dmas.push(desc);
+        let f = if start {
+            self.imp.dma_start
+        } else {
+            self.imp.dma_wait
+        };
+        self.fb.u32c(site).op(I::Call(f));
+        Ok(())
+    }
+
+    pub(super) fn dot(
+        &mut self,
+        lhs: Value,
+        rhs: Value,
+        tl: bool,
+        tr: bool,
+        r: Value,
+    ) -> Result<(), Error> {
+        let (ld, rd, od) = (
+            self.f.ty(lhs).dtype(),
+            self.f.ty(rhs).dtype(),
+            self.f.ty(r).dtype(),
+        );
+        let kind = match (is_f(ld), is_f(rd), od) {
+            (true, true, DType::F32) => DotKind::F32,
+            (false, false, DType::I32) => DotKind::I32,
+            _ => {
+                return Err(self.unsupported(format!("dot of {ld} and {rd} into {od}")));
+            }
+        };
+        if matches!(ld, DType::F8E4M3FN | DType::F8E5M2)
+            || matches!(rd, DType::F8E4M3FN | DType::F8E5M2)
+        {
+            return Err(self.unsupported("fp8 matmul inputs"));
+        }
+        let (ls, rs, os) = (shape(self.f, lhs), shape(self.f, rhs), shape(self.f, r));
+        let ld_of = |em: &Self, v: Value, cols: u64| match em.group_kind(v) {
+            Some(GroupKind::View { ld: Some(ld) }) => *ld,
+            _ => cols as u32,
+        };
+        let kdim = if tl { ls[0] } else { ls[1] };
+        let site = self.site("dot");
+        let desc = DotSite {
+            site,
+            m: os[0] as u32,
+            n: os[1] as u32,
+            k: kdim as u32,
+            trans_lhs: tl,
+            trans_rhs: tr,
+            lhs_ld: ld_of(self, lhs, ls[1]),
+            rhs_ld: ld_of(self, rhs, rs[1]),
+            lhs_dims: (ls[0] as u32, ls[1] as u32),
+            rhs_dims: (rs[0] as u32, rs[1] as u32),
+            kind,
+            lhs_dtype: ld.name().into(),
+            rhs_dtype: rd.name().into(),
+            out_dtype: od.name().into(),
+        };
+        debug_assert_eq!(elems(self.f, r), os[0] * os[1]);
+        self.sites.dots.push(desc);
+        self.fb.u32c(site);
+        for v in [lhs, rhs, r] {
+            let a = self.addr(v);
+            self.push_addr(a);
+        }
+        self.fb.op(I::Call(self.imp.dot));
+        Ok(())
+    }
+}

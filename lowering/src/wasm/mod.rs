@@ -1,0 +1,401 @@
+//! Tile IR to WebAssembly: the CPU reference back end.
+//!
+//! One kernel specialisation becomes one Wasm module whose linear memory
+//! plays one TensorCore's SMEM + VMEM. The module exports the kernel body
+//! (grid indices in) and one function per blocked operand's index map; the
+//! host (the runtime's CPU executor) plays HBM, the DMA engine and the MXU
+//! through four imports. [`abi`] is the contract, [`CpuManifest`] the side
+//! tables (memory layout, sites with `.pk` locations, dot and DMA
+//! descriptors) that travel with the `.wasm`.
+//!
+//! ```text
+//! verify -> plan (tile buffers) -> layout (memory) -> emit (body, index maps, helpers)
+//!        -> assemble -> validate (wasmparser)
+//! ```
+
+pub mod abi;
+mod emit;
+mod fb;
+mod layout;
+mod math;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+pub use abi::CpuManifest;
+
+use abi::{GridAxis, OperandInfo, Role, Semantics, SourceText};
+use emit::{Em, Imports, Sites};
+use math::Helpers;
+use pk_lang::ir::{self, Kernel, OpKind, ParamValue, Slice, Start};
+use pk_lang::span::{SourceMap, Span};
+use pk_lang::Target;
+use std::collections::HashMap;
+use wasm_encoder::{
+    CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function, FunctionSection,
+    GlobalSection, GlobalType, ImportSection, IndirectNameMap, MemorySection, MemoryType, Module,
+    NameMap, NameSection, TypeSection, ValType,
+};
+
+/// How to lower.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The TPU generation whose VMEM and SMEM the memory models.
+    pub target: Target,
+    /// Track which ref elements were written and trap on reads of others.
+    pub check_uninit: bool,
+}
+
+/// A lowered kernel: the module and its manifest.
+#[derive(Debug, Clone)]
+pub struct WasmKernel {
+    pub bytes: Vec<u8>,
+    pub manifest: CpuManifest,
+}
+
+/// Why a kernel could not be lowered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("invalid Tile IR: {message}")]
+    Verify { message: String, span: Span },
+    #[error("{what} is not supported by the CPU reference")]
+    Unsupported { what: String, span: Span },
+    #[error("the kernel needs {need} bytes of {what}, more than the {limit} bytes of the target")]
+    MemoryExceeded {
+        what: String,
+        need: u64,
+        limit: u64,
+        span: Span,
+    },
+    #[error("internal error in the Wasm back end: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The `.pk` span the error points at, if any.
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            Error::Verify { span, .. }
+            | Error::Unsupported { span, .. }
+            | Error::MemoryExceeded { span, .. } => Some(*span),
+            Error::Internal(_) => None,
+        }
+    }
+}
+
+const IMPORTS: [(&str, usize); 4] = [
+    (abi::IMPORT_TRAP, 4),
+    (abi::IMPORT_DOT, 4),
+    (abi::IMPORT_DMA_START, 1),
+    (abi::IMPORT_DMA_WAIT, 1),
+];
+
+/// Lowers one specialised kernel.
+pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKernel, Error> {
+    ir::verify::verify_kernel(k, true).map_err(|e| Error::Verify {
+        message: e.message,
+        span: e.span,
+    })?;
+    let plan = plan::plan(k, &|v, all_dot| emit::view_kind(k, v, all_dot));
+    let (mut slots, mut layout) = layout::refs(k, opts.target, 4 * dma_arg_slots(&k.body))?;
+    layout::finish(
+        k,
+        opts.target,
+        &mut slots,
+        &mut layout,
+        plan.temps_bytes,
+        opts.check_uninit,
+    )?;
+
+    let imp = Imports {
+        trap: 0,
+        dot: 1,
+        dma_start: 2,
+        dma_wait: 3,
+    };
+    let blocked: Vec<usize> = (0..k.operands.len())
+        .filter(|&i| k.operands[i].block.is_some())
+        .collect();
+    let kernel_index = IMPORTS.len() as u32;
+    let mut helpers = Helpers::new(kernel_index + 1 + blocked.len() as u32);
+    let mut sites = Sites {
+        sources,
+        sites: Vec::new(),
+        dots: Vec::new(),
+        dmas: Vec::new(),
+        arg_slots: 0,
+    };
+    let loop_global = 0;
+    let mut funcs: Vec<(String, Vec<ValType>, Vec<ValType>, Function)> = Vec::new();
+    let grid = vec![ValType::I32; k.grid.len()];
+    {
+        let mut em = Em::new(
+            k,
+            &k.body,
+            &plan,
+            &slots,
+            &layout,
+            &mut helpers,
+            &mut sites,
+            imp,
+            loop_global,
+            opts.check_uninit,
+        );
+        if let Some(e) = k.body.entry {
+            em.block(e)?;
+        }
+        funcs.push((
+            abi::EXPORT_KERNEL.into(),
+            grid.clone(),
+            vec![],
+            em.fb.finish(),
+        ));
+    }
+    let empty = plan::Plan::default();
+    for &i in &blocked {
+        let Some(b) = &k.operands[i].block else {
+            continue;
+        };
+        let f = &b.index_map;
+        let mut em = Em::new(
+            k,
+            f,
+            &empty,
+            &slots,
+            &layout,
+            &mut helpers,
+            &mut sites,
+            imp,
+            loop_global,
+            false,
+        );
+        let ys = f.entry_block().yields.clone();
+        if let Some(e) = f.entry {
+            em.block(e)?;
+        }
+        for y in ys {
+            em.get(y);
+        }
+        let results = vec![ValType::I32; k.operands[i].shape.len()];
+        funcs.push((
+            abi::index_map_export(i),
+            grid.clone(),
+            results,
+            em.fb.finish(),
+        ));
+    }
+    for (h, f) in helpers.build_all() {
+        funcs.push((
+            h.name().into(),
+            h.params().to_vec(),
+            h.results().to_vec(),
+            f,
+        ));
+    }
+    let bytes = assemble(&funcs, &blocked, &layout);
+    if let Some(p) = std::env::var_os("PK_DEBUG_WASM") {
+        let _ = std::fs::write(&p, &bytes);
+        let mut w = std::path::PathBuf::from(p);
+        w.set_extension("wat");
+        let _ = std::fs::write(w, to_wat(&bytes).unwrap_or_default());
+    }
+    wasmparser::Validator::new()
+        .validate_all(&bytes)
+        .map_err(|e| Error::Internal(format!("generated module does not validate: {e}")))?;
+    let manifest = manifest(k, sources, opts, slots, layout, sites);
+    Ok(WasmKernel { bytes, manifest })
+}
+
+/// The most DMA start arguments any one DMA op passes.
+fn dma_arg_slots(f: &ir::Func) -> u32 {
+    let count = |v: &ir::RefView| {
+        v.index
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    Slice::Index(Start::Dyn(_))
+                        | Slice::Range {
+                            start: Start::Dyn(_),
+                            ..
+                        }
+                )
+            })
+            .count() as u32
+    };
+    f.ops
+        .iter()
+        .map(|(_, op)| match &op.kind {
+            OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
+                count(src) + count(dst) + count(sem)
+            }
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn assemble(
+    funcs: &[(String, Vec<ValType>, Vec<ValType>, Function)],
+    blocked: &[usize],
+    layout: &abi::Layout,
+) -> Vec<u8> {
+    let mut types = TypeSection::new();
+    let mut type_ids: HashMap<(Vec<ValType>, Vec<ValType>), u32> = HashMap::new();
+    let mut ty = |p: Vec<ValType>, r: Vec<ValType>, types: &mut TypeSection| -> u32 {
+        let n = type_ids.len() as u32;
+        *type_ids.entry((p.clone(), r.clone())).or_insert_with(|| {
+            types.ty().function(p, r);
+            n
+        })
+    };
+    let mut imports = ImportSection::new();
+    let mut names = NameMap::new();
+    for (i, (name, nparams)) in IMPORTS.iter().enumerate() {
+        let t = ty(vec![ValType::I32; *nparams], vec![], &mut types);
+        imports.import(abi::IMPORT_MODULE, name, EntityType::Function(t));
+        names.append(i as u32, name);
+    }
+    let mut fsec = FunctionSection::new();
+    let mut code = CodeSection::new();
+    for (i, (name, p, r, f)) in funcs.iter().enumerate() {
+        let t = ty(p.clone(), r.clone(), &mut types);
+        fsec.function(t);
+        code.function(f);
+        names.append((IMPORTS.len() + i) as u32, name);
+    }
+    let mut mems = MemorySection::new();
+    mems.memory(MemoryType {
+        minimum: layout.memory_bytes / 65536,
+        maximum: Some(layout.memory_limit / 65536),
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
+    let mut globals = GlobalSection::new();
+    globals.global(
+        GlobalType {
+            val_type: ValType::I32,
+            mutable: true,
+            shared: false,
+        },
+        &ConstExpr::i32_const(-1),
+    );
+    let mut exports = ExportSection::new();
+    exports.export(abi::EXPORT_MEMORY, ExportKind::Memory, 0);
+    let first = IMPORTS.len() as u32;
+    exports.export(abi::EXPORT_KERNEL, ExportKind::Func, first);
+    for (j, &i) in blocked.iter().enumerate() {
+        exports.export(
+            &abi::index_map_export(i),
+            ExportKind::Func,
+            first + 1 + j as u32,
+        );
+    }
+    exports.export(abi::EXPORT_LOOP_SITE, ExportKind::Global, 0);
+    let mut name_sec = NameSection::new();
+    name_sec.functions(&names);
+    name_sec.locals(&IndirectNameMap::new());
+    let mut m = Module::new();
+    m.section(&types)
+        .section(&imports)
+        .section(&fsec)
+        .section(&mems)
+        .section(&globals)
+        .section(&exports)
+        .section(&code)
+        .section(&name_sec);
+    m.finish()
+}
+
+fn loc_of(sites: &Sites, span: Span) -> abi::Loc {
+    sites.loc(span)
+}
+
+fn manifest(
+    k: &Kernel,
+    sources: &SourceMap,
+    opts: &Options,
+    refs: Vec<abi::RefSlot>,
+    layout: abi::Layout,
+    sites: Sites,
+) -> CpuManifest {
+    let operands = k
+        .operands
+        .iter()
+        .map(|o| OperandInfo {
+            name: o.name.clone(),
+            role: match o.role {
+                ir::Role::Prefetch => Role::Prefetch,
+                ir::Role::Input => Role::Input,
+                ir::Role::Output => Role::Output,
+            },
+            dtype: o.dtype.name().into(),
+            shape: o.shape.iter().map(|d| d.get()).collect(),
+            space: layout::space(o.space),
+            block: o
+                .block
+                .as_ref()
+                .map(|b| b.dims.iter().map(|d| d.extent().get()).collect()),
+            squeezed: o.block.as_ref().map_or_else(Vec::new, |b| {
+                b.dims
+                    .iter()
+                    .map(|d| *d == ir::BlockDim::Squeezed)
+                    .collect()
+            }),
+            ref_index: o.ref_id.index(),
+            aliases: o.aliases,
+            loc: loc_of(&sites, o.span),
+        })
+        .collect();
+    CpuManifest {
+        abi_version: abi::ABI_VERSION,
+        kernel: k.name.clone(),
+        target: opts.target.name().into(),
+        params: k
+            .params
+            .iter()
+            .map(|p| {
+                let v = match &p.value {
+                    ParamValue::Int(v) => v.to_string(),
+                    ParamValue::Dtype(d) => d.name().to_string(),
+                    ParamValue::Unbound => "?".into(),
+                };
+                (p.name.clone(), v)
+            })
+            .collect(),
+        grid: k
+            .grid
+            .iter()
+            .map(|a| GridAxis {
+                name: a.name.clone(),
+                extent: a.extent.get(),
+                semantics: match a.semantics {
+                    ir::Semantics::Parallel => Semantics::Parallel,
+                    ir::Semantics::Arbitrary => Semantics::Arbitrary,
+                },
+            })
+            .collect(),
+        operands,
+        refs,
+        layout,
+        loc: loc_of(&sites, k.span),
+        sites: sites.sites,
+        dots: sites.dots,
+        dmas: sites.dmas,
+        check_uninit: opts.check_uninit,
+        sources: sources
+            .files()
+            .map(|(_, f)| SourceText {
+                name: f.name.clone(),
+                text: f.text.to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// The text form of a module (`pkc emit wat`).
+pub fn to_wat(bytes: &[u8]) -> Result<String, Error> {
+    wasmprinter::print_bytes(bytes)
+        .map_err(|e| Error::Internal(format!("cannot print the module: {e}")))
+}

@@ -1,0 +1,57 @@
+// kernel matmul
+module attributes {stable_mosaic.version = 11 : i64} {
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: i32, %arg2: i32, %arg3: memref<256x512xbf16, #tpu.memory_space<vmem>>, %arg4: memref<512x256xbf16, #tpu.memory_space<vmem>>, %arg5: memref<256x256xf32, #tpu.memory_space<vmem>>, %arg6: memref<256x256xf32, #tpu.memory_space<vmem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/matmul.pk":25:13)
+    %1 = "stable_mosaic.arith.cmpi"(%arg2, %0) {predicate = 0 : i64} : (i32, i32) -> i1 loc("kernels/matmul.pk":25:8)
+    "stable_mosaic.scf.if"(%1) ({
+      %2 = "stable_mosaic.arith.constant"() {value = 0.000000e+00 : f32} : () -> f32 loc("kernels/matmul.pk":26:19)
+      %3 = "stable_mosaic.vector.broadcast"(%2) : (f32) -> vector<256x256xf32> loc("kernels/matmul.pk":26:19)
+      %4 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":26:9)
+      %5 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":26:9)
+      "stable_mosaic.tpu.vector_store"(%3, %arg6, %4, %5) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<256x256xf32>, memref<256x256xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("kernels/matmul.pk":26:9)
+      "stable_mosaic.scf.yield"() : () -> () loc("kernels/matmul.pk":25:5)
+    }, {
+    }) : (i1) -> () loc("kernels/matmul.pk":25:5)
+    %6 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:20)
+    %7 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:20)
+    %8 = "stable_mosaic.vector.load"(%arg3, %6, %7) : (memref<256x512xbf16, #tpu.memory_space<vmem>>, index, index) -> vector<256x512xbf16> loc("kernels/matmul.pk":28:20)
+    %9 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:27)
+    %10 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:27)
+    %11 = "stable_mosaic.vector.load"(%arg4, %9, %10) : (memref<512x256xbf16, #tpu.memory_space<vmem>>, index, index) -> vector<512x256xbf16> loc("kernels/matmul.pk":28:27)
+    %12 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<256x256xf32>} : () -> vector<256x256xf32> loc("kernels/matmul.pk":28:16)
+    %13 = "stable_mosaic.tpu.matmul"(%8, %11, %12) {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, transpose_lhs = false, transpose_rhs = false} : (vector<256x512xbf16>, vector<512x256xbf16>, vector<256x256xf32>) -> vector<256x256xf32> loc("kernels/matmul.pk":28:16)
+    %14 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:5)
+    %15 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:5)
+    %16 = "stable_mosaic.vector.load"(%arg6, %14, %15) : (memref<256x256xf32, #tpu.memory_space<vmem>>, index, index) -> vector<256x256xf32> loc("kernels/matmul.pk":28:5)
+    %17 = "stable_mosaic.arith.addf"(%16, %13) {fastmath = #arith.fastmath<none>} : (vector<256x256xf32>, vector<256x256xf32>) -> vector<256x256xf32> loc("kernels/matmul.pk":28:5)
+    %18 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:5)
+    %19 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":28:5)
+    "stable_mosaic.tpu.vector_store"(%17, %arg6, %18, %19) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<256x256xf32>, memref<256x256xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("kernels/matmul.pk":28:5)
+    %20 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/matmul.pk":29:13)
+    %21 = "stable_mosaic.arith.cmpi"(%arg2, %20) {predicate = 0 : i64} : (i32, i32) -> i1 loc("kernels/matmul.pk":29:8)
+    "stable_mosaic.scf.if"(%21) ({
+      %22 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":30:17)
+      %23 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":30:17)
+      %24 = "stable_mosaic.vector.load"(%arg6, %22, %23) : (memref<256x256xf32, #tpu.memory_space<vmem>>, index, index) -> vector<256x256xf32> loc("kernels/matmul.pk":30:17)
+      %25 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":30:9)
+      %26 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/matmul.pk":30:9)
+      "stable_mosaic.tpu.vector_store"(%24, %arg5, %25, %26) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<256x256xf32>, memref<256x256xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("kernels/matmul.pk":30:9)
+      "stable_mosaic.scf.yield"() : () -> () loc("kernels/matmul.pk":29:5)
+    }, {
+    }) : (i1) -> () loc("kernels/matmul.pk":29:5)
+    "stable_mosaic.func.return"() : () -> () loc("kernels/matmul.pk":3:1)
+  }) {dimension_semantics = [#tpu.dimension_semantics<parallel>, #tpu.dimension_semantics<parallel>, #tpu.dimension_semantics<arbitrary>], function_type = (i32, i32, i32, memref<256x512xbf16, #tpu.memory_space<vmem>>, memref<512x256xbf16, #tpu.memory_space<vmem>>, memref<256x256xf32, #tpu.memory_space<vmem>>, memref<256x256xf32, #tpu.memory_space<vmem>>) -> (), iteration_bounds = array<i64: 4, 4, 2>, scalar_prefetch = 0 : i64, scratch_operands = 1 : i64, sym_name = "matmul", tpu.core_type = #tpu.core_type<tc>, window_params = [{transform_indices = @transform_0, window_bounds = array<i64: 256, 512>}, {transform_indices = @transform_1, window_bounds = array<i64: 512, 256>}, {transform_indices = @transform_2, window_bounds = array<i64: 256, 256>}]} : () -> () loc("kernels/matmul.pk":3:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: i32, %arg2: i32):
+    "stable_mosaic.func.return"(%arg0, %arg2) : (i32, i32) -> () loc("kernels/matmul.pk":3:1)
+  }) {function_type = (i32, i32, i32) -> (i32, i32), sym_name = "transform_0"} : () -> () loc("kernels/matmul.pk":3:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: i32, %arg2: i32):
+    "stable_mosaic.func.return"(%arg2, %arg1) : (i32, i32) -> () loc("kernels/matmul.pk":3:1)
+  }) {function_type = (i32, i32, i32) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("kernels/matmul.pk":3:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: i32, %arg2: i32):
+    "stable_mosaic.func.return"(%arg0, %arg1) : (i32, i32) -> () loc("kernels/matmul.pk":3:1)
+  }) {function_type = (i32, i32, i32) -> (i32, i32), sym_name = "transform_2"} : () -> () loc("kernels/matmul.pk":3:1)
+}
