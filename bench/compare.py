@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Measures the CPU reference (`pkc bench`) against numpy in one run.
+
+Workloads: matmul f32 1024^3, matmul bf16 inputs with f32 accumulation
+1024^3, and row softmax f32 4096x4096. Each line prints both medians and
+the throughput ratio numpy_time / pkc_time (above 1: pk is faster).
+
+numpy has no bf16 matmul, so the bf16 workload is compared with numpy's
+f32 matmul of the same sizes (what a numpy user would run); the time
+numpy needs to convert bf16 arrays to f32 first is printed separately.
+
+Usage: cargo build --release --bin pkc && python3 bench/compare.py
+       [--pkc PATH] [--iters N] [--threads N]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def median_time(fn, iters):
+    fn()  # warm-up
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def pkc_bench(pkc, kernel, params, iters, threads):
+    cmd = [pkc, "bench", os.path.join(ROOT, kernel), "--json", "--iters", str(iters)]
+    for p in params:
+        cmd += ["-p", p]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["median_s"]
+
+
+def softmax(x):
+    m = x.max(axis=1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pkc", default=os.path.join(ROOT, "target", "release", "pkc"))
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
+    a = ap.parse_args()
+    if not os.path.exists(a.pkc):
+        sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
+
+    rng = np.random.default_rng(0)
+    n = 1024
+    am = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    bm = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    xs = rng.uniform(-1, 1, (4096, 4096)).astype(np.float32)
+    flops = 2 * n**3
+
+    np_mm = median_time(lambda: am @ bm, a.iters)
+    np_sm = median_time(lambda: softmax(xs), a.iters)
+    convert = None
+    try:
+        import ml_dtypes
+
+        ab = am.astype(ml_dtypes.bfloat16)
+        bb = bm.astype(ml_dtypes.bfloat16)
+        convert = median_time(lambda: (ab.astype(np.float32), bb.astype(np.float32)), a.iters)
+    except ImportError:
+        pass
+
+    blocks = ["bm=256", "bn=256", "bk=512"]
+    pk_mm = pkc_bench(a.pkc, "kernels/matmul.pk", blocks + ["T=f32"], a.iters, a.threads)
+    pk_mmb = pkc_bench(a.pkc, "kernels/matmul.pk", blocks + ["T=bf16"], a.iters, a.threads)
+    pk_sm = pkc_bench(
+        a.pkc, "kernels/softmax.pk", ["R=4096", "C=4096", "br=8"], a.iters, a.threads
+    )
+
+    rows = [
+        ("matmul f32 1024^3", np_mm, pk_mm, flops, 0.8),
+        ("matmul bf16->f32 1024^3", np_mm, pk_mmb, flops, 0.8),
+        ("softmax f32 4096x4096", np_sm, pk_sm, None, 1.5),
+    ]
+    print(f"{'workload':26} {'numpy ms':>9} {'pkc ms':>9} {'ratio':>6} {'target':>7}  throughput")
+    for name, t_np, t_pk, fl, target in rows:
+        ratio = t_np / t_pk
+        tp = f"pkc {fl / t_pk / 1e9:.1f} GFLOP/s, numpy {fl / t_np / 1e9:.1f} GFLOP/s" if fl else ""
+        ok = "ok" if ratio >= target else "MISSED"
+        print(f"{name:26} {t_np * 1e3:9.2f} {t_pk * 1e3:9.2f} {ratio:6.2f} {target:5.1f}x {ok:6} {tp}")
+    if convert is not None:
+        print(f"(numpy bf16 -> f32 conversion of both inputs: {convert * 1e3:.2f} ms, not included above)")
+
+
+if __name__ == "__main__":
+    main()

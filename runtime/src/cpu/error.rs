@@ -1,0 +1,389 @@
+//! Errors of the CPU reference executor and `.npy` I/O: codes `PK1001` to
+//! `PK1099`. Violations found while a kernel runs point at the `.pk`
+//! source (file:line:col in the message, and a labelled span for miette).
+
+use miette::{NamedSource, SourceSpan};
+use pk_lang::diag::Explanation;
+use pk_lowering::wasm::abi::{CpuManifest, Loc};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum Error {
+    #[error("cannot read `{path}`: {reason}")]
+    #[diagnostic(
+        code(PK1001),
+        help("check the path; inputs are .npy files written by numpy.save")
+    )]
+    Unreadable { path: String, reason: String },
+
+    #[error("`{path}` is not a .npy file pk can read: {reason}")]
+    #[diagnostic(
+        code(PK1002),
+        help("write the array with numpy.save (format 1.0-3.0, a plain numeric dtype)")
+    )]
+    BadNpy { path: String, reason: String },
+
+    #[error("operand `{operand}` is {expected}, but `{path}` holds {found}")]
+    #[diagnostic(
+        code(PK1003),
+        help("save the array with the operand's dtype (the numpy spelling is in parentheses)")
+    )]
+    DtypeMismatch {
+        operand: String,
+        expected: String,
+        found: String,
+        path: String,
+    },
+
+    #[error("operand `{operand}` has shape [{expected}], but `{path}` has shape [{found}]")]
+    #[diagnostic(
+        code(PK1004),
+        help("the shape follows the kernel's parameters; set them with -p NAME=VALUE")
+    )]
+    ShapeMismatch {
+        operand: String,
+        expected: String,
+        found: String,
+        path: String,
+    },
+
+    #[error("missing input `{operand}` ({expected})")]
+    #[diagnostic(code(PK1005), help("pass it as --in {operand}=PATH.npy"))]
+    MissingInput { operand: String, expected: String },
+
+    #[error("kernel `{kernel}` has no {role} `{name}`")]
+    #[diagnostic(code(PK1006), help("its {role}s are: {known}"))]
+    UnknownOperand {
+        kernel: String,
+        role: String,
+        name: String,
+        known: String,
+    },
+
+    #[error("cannot write `{path}`: {reason}")]
+    #[diagnostic(code(PK1007), help("check that the directory exists and is writable"))]
+    WriteFailed { path: String, reason: String },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1010),
+        help("a dynamic index must keep the whole window inside the ref; clamp it or guard the access")
+    )]
+    OutOfBounds {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this access")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1011),
+        help("integer division by zero has no value on the TPU; guard the divisor")
+    )]
+    DivideByZero {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this division")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1012),
+        help("write the buffer before reading it (e.g. initialise scratch when the reduction axis is 0); padding of partial blocks is never data")
+    )]
+    Uninitialized {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("reads memory never written")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1013),
+        help("an output block stays in VMEM only while consecutive grid steps map to it; order the grid so that all steps writing a block are adjacent (reduction axes last, `arbitrary`)")
+    )]
+    Revisit {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this output's index map")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1014),
+        help("steps of a `parallel` axis may run on different cores; if several steps accumulate into one block, mark that axis `arbitrary`")
+    )]
+    Race {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this output's index map")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1015),
+        help("check the loop's bounds and condition; raise the limit with --timeout or --fuel if the kernel is just slow")
+    )]
+    Runaway {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("the loop running when it was stopped")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1016), help("every DMA start needs a matching wait on the same semaphore, with windows inside their refs"))]
+    Dma {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this DMA")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1017), help("an index map returns block indices (not element offsets); the block must start inside the array"))]
+    BlockIndex {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this operand's index map")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1020),
+        help("use smaller blocks (or fewer live tiles) so the kernel fits the target's VMEM")
+    )]
+    Memory {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this kernel")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1021),
+        help("the CPU reference does not implement this yet; the TPU path may still accept it")
+    )]
+    Unsupported {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("invalid CPU kernel package: {0}")]
+    #[diagnostic(code(PK1022), help("rebuild the package with the same pk version"))]
+    Manifest(String),
+
+    #[error("the Wasm module does not compile: {0}")]
+    #[diagnostic(
+        code(PK1023),
+        help("the .wasm was not produced by this pk version, or is damaged")
+    )]
+    Compile(String),
+
+    #[error("internal error in the CPU reference: {0}")]
+    #[diagnostic(
+        code(PK1099),
+        help("this is a pk bug; please report it with the kernel")
+    )]
+    Internal(String),
+}
+
+/// A `.pk` location for a diagnostic: the source text (when the manifest
+/// carries it) and the span.
+pub(crate) fn located(
+    m: &CpuManifest,
+    loc: &Loc,
+) -> (Option<Arc<NamedSource<String>>>, Option<SourceSpan>) {
+    let Some(src) = m.sources.iter().find(|s| s.name == loc.file) else {
+        return (None, None);
+    };
+    if loc.end as usize > src.text.len() || loc.file.is_empty() {
+        return (None, None);
+    }
+    let span = SourceSpan::from((loc.start as usize, (loc.end - loc.start) as usize));
+    (
+        Some(Arc::new(NamedSource::new(
+            src.name.clone(),
+            src.text.clone(),
+        ))),
+        Some(span),
+    )
+}
+
+/// `file:line:col` of a location, for messages.
+pub(crate) fn at(loc: &Loc) -> String {
+    if loc.file.is_empty() {
+        "<unknown location>".into()
+    } else {
+        format!("{}:{}:{}", loc.file, loc.line, loc.col)
+    }
+}
+
+macro_rules! explain {
+    ($( $code:literal $title:literal { what: $what:literal, why: $why:literal, example: $ex:literal } )*) => {
+        /// Long explanations of every `PK1xxx` code, for `pkc explain`.
+        pub const EXPLANATIONS: &[Explanation] = &[ $( Explanation {
+            code: $code, title: $title, what: $what, why: $why, example: $ex,
+        } ),* ];
+    };
+}
+
+explain! {
+    "PK1001" "unreadable-file" {
+        what: "An input .npy file (or a kernel package file) could not be read.",
+        why: "The path does not exist, is a directory, or is not readable.",
+        example: "pkc run add.pk --in x=missing.npy   // error\npkc run add.pk --in x=x.npy"
+    }
+    "PK1002" "not-npy" {
+        what: "A file given as an array is not in the .npy format, uses an unsupported format version, or holds an unsupported dtype (object, string, complex, float64...).",
+        why: "pk reads numpy's .npy format 1.0-3.0 with the dtypes the TPU has: f32 (<f4), bf16 (ml_dtypes' <V2, or raw bits as <u2), i32, i16, i8, u8, bool, fp8 (<V1 or <u1).",
+        example: "np.savetxt('x.npy', x)   // error: text, not .npy\nnp.save('x.npy', x.astype(np.float32))"
+    }
+    "PK1003" "dtype-mismatch" {
+        what: "An array's dtype is not the operand's declared dtype.",
+        why: "pk does not convert inputs silently: a float64 array passed for an f32 operand usually means a forgotten astype, and a silent conversion would hide it.",
+        example: "np.save('x.npy', np.ones((8, 128)))   // float64: error\nnp.save('x.npy', np.ones((8, 128), np.float32))"
+    }
+    "PK1004" "shape-mismatch" {
+        what: "An array's shape is not the operand's shape for this specialisation.",
+        why: "Operand shapes are fixed by the kernel's parameters (-p NAME=VALUE or their defaults).",
+        example: "pkc run add.pk --in x=x_16x256.npy      // error with the default M, N\npkc run add.pk -p M=16 -p N=256 --in x=x_16x256.npy"
+    }
+    "PK1005" "missing-input" {
+        what: "An input operand of the kernel was not given.",
+        why: "Every input (and scalar-prefetch operand) needs an array.",
+        example: "pkc run add.pk --in x=x.npy            // error: y missing\npkc run add.pk --in x=x.npy --in y=y.npy"
+    }
+    "PK1006" "unknown-operand" {
+        what: "An --in or --out names no input or output of the kernel.",
+        why: "A misspelt name would otherwise be ignored silently.",
+        example: "pkc run add.pk --in X=x.npy   // error: operands are x, y\npkc run add.pk --in x=x.npy"
+    }
+    "PK1007" "write-failed" {
+        what: "An output .npy file could not be written.",
+        why: "Outputs are written to a temporary file in the same directory and renamed into place, so the directory must exist and be writable.",
+        example: "pkc run add.pk ... --out z=/no/such/dir/z.npy   // error"
+    }
+    "PK1010" "out-of-bounds" {
+        what: "A load, store or DMA used a dynamic start that puts its window (partly) outside the ref.",
+        why: "On the TPU an out-of-bounds VMEM access reads or corrupts other buffers silently; the CPU reference stops at the access instead.",
+        example: "let v = x[pl.ds(i * 8, 8), ..];   // error when i * 8 + 8 > rows\nlet v = x[pl.ds(min(i * 8, rows - 8), 8), ..];"
+    }
+    "PK1011" "divide-by-zero" {
+        what: "An integer division or remainder had a zero divisor.",
+        why: "The result is undefined on the TPU.",
+        example: "let q = a / b;   // error when b == 0"
+    }
+    "PK1012" "uninitialized-read" {
+        what: "With --check-uninit, a load read elements that were never written: scratch before its first store, an output block before it was written, or the padding of a partial block.",
+        why: "Such memory holds whatever the previous kernel left there on the TPU. Without --check-uninit the CPU reference fills it with NaN (floats) or 0xA5 bytes (integers) so that mistakes show in the results.",
+        example: "acc[..] += x[..];   // error at k == 0: acc never initialised\nif k == 0 { acc[..] = 0.0; }\nacc[..] += x[..];"
+    }
+    "PK1013" "non-consecutive-revisit" {
+        what: "An output block was written back and later mapped to again by a non-adjacent grid step.",
+        why: "Pallas keeps an output block in VMEM only while consecutive steps map to it; a later revisit starts from uninitialised VMEM and overwrites the earlier result in HBM.",
+        example: "grid (k in K / bk arbitrary, i in M / bm parallel)   // c at (i): revisits\ngrid (i in M / bm parallel, k in K / bk arbitrary)"
+    }
+    "PK1014" "parallel-race" {
+        what: "Two steps that differ in a `parallel` grid index write the same output block.",
+        why: "Parallel steps may run on different TensorCores (megacore); each holds its own copy of the block and the last write wins.",
+        example: "grid (i in M / bm parallel, k in K / bk parallel)   // c at (i, 0): race\ngrid (i in M / bm parallel, k in K / bk arbitrary)"
+    }
+    "PK1015" "runaway-kernel" {
+        what: "The kernel did not finish within the time (or fuel) limit of the run.",
+        why: "A loop whose condition never becomes false would hang the TPU; the CPU reference interrupts it and names the loop that was running.",
+        example: "while i < n { }   // error: i never changes\nwhile i < n { i = i + 1; }"
+    }
+    "PK1016" "dma-error" {
+        what: "A DMA was misused: a window outside its ref, a wait with no copy in flight on its semaphore, or copies still in flight when the grid ended.",
+        why: "On the TPU these corrupt memory or hang the core.",
+        example: "dma_start(x_hbm[..], buf[..], sem);   // error: never waited\ndma_start(x_hbm[..], buf[..], sem); dma_wait(x_hbm[..], buf[..], sem);"
+    }
+    "PK1017" "block-index-out-of-range" {
+        what: "An index map returned a block index whose block starts outside the array.",
+        why: "Index maps return block indices; the element offset is the index times the block size, and must be inside the array (the last block may be partial).",
+        example: "x: f32[M, N] block [bm, bn] at (i * bm, j)   // error: element offset\nx: f32[M, N] block [bm, bn] at (i, j)"
+    }
+    "PK1020" "memory-exceeded" {
+        what: "The kernel's buffers do not fit the target's memory: SMEM, VMEM (blocks double-buffered, plus scratch), or VMEM including the body's intermediate tiles.",
+        why: "The CPU reference sizes its memory like one TensorCore of the target, so a kernel too big for the chip fails on CPU too.",
+        example: "pkc run matmul.pk -p bm=4096 -p bn=4096 --target v4   // error: 16 MiB VMEM"
+    }
+    "PK1021" "unsupported-on-cpu" {
+        what: "The kernel uses an operation the CPU reference does not implement.",
+        why: "The message names the operation; the TPU path may accept the kernel.",
+        example: "let y = x.astype(f8e4m3fn);   // fp8 arithmetic is not in the CPU reference"
+    }
+    "PK1022" "invalid-package" {
+        what: "A CPU kernel manifest is malformed or does not match its .wasm (ABI version, exports, operand table).",
+        why: "The .wasm and its manifest are produced together by pkc; one of them was changed or comes from another version.",
+        example: "rebuild the package with pkc build"
+    }
+    "PK1023" "wasm-compile-failed" {
+        what: "wasmtime refused to compile the kernel's .wasm.",
+        why: "The module is damaged or uses features this runtime does not enable.",
+        example: "rebuild the package with pkc build"
+    }
+    "PK1099" "internal-error" {
+        what: "The CPU reference hit a condition that should be impossible.",
+        why: "This is a bug in pk, not in the kernel.",
+        example: "please report it with the kernel and the command line"
+    }
+}
+
+impl Error {
+    /// The diagnostic for a kernel the Wasm back end could not lower.
+    pub fn from_lowering(
+        e: &pk_lowering::wasm::Error,
+        sources: &pk_lang::span::SourceMap,
+    ) -> Error {
+        use pk_lowering::wasm::Error as L;
+        let (src, span, at) = match e.span() {
+            Some(s) if (s.file.0 as usize) < sources.files().count() => {
+                let f = sources.get(s.file);
+                let (file, line, col) = sources.location(s);
+                (
+                    Some(Arc::new(NamedSource::new(
+                        f.name.clone(),
+                        f.text.to_string(),
+                    ))),
+                    Some(SourceSpan::from(s)),
+                    format!(" at {file}:{line}:{col}"),
+                )
+            }
+            _ => (None, None, String::new()),
+        };
+        match e {
+            L::MemoryExceeded { .. } => Error::Memory {
+                message: format!("{e}{at}"),
+                src,
+                span,
+            },
+            L::Unsupported { .. } => Error::Unsupported {
+                message: format!("{e}{at}"),
+                src,
+                span,
+            },
+            L::Verify { .. } | L::Internal(_) => Error::Internal(format!("{e}{at}")),
+        }
+    }
+}

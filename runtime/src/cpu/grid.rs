@@ -1,0 +1,526 @@
+//! Pallas's grid contract on one instance.
+//!
+//! The grid runs in row-major order. Its leading `parallel` axes split it
+//! into *units* (one per index of those axes), the work a TensorCore of a
+//! megacore chip would take; a unit's steps run in order on one instance.
+//! Per step: each blocked operand's index map gives its block; an input
+//! block is copied from HBM into VMEM when its index changes; an output
+//! block is written back to HBM when its index changes and at the end of
+//! the unit, so consecutive steps on one block accumulate in VMEM. Scratch
+//! and whole-array operands live for the whole unit; scratch starts each
+//! unit as poison, so results never depend on which units share a core.
+
+use super::array::fill_poison;
+use super::error::{at, located, Error};
+use super::instance::{step_str, Instance};
+use super::window::{self, Win};
+use super::CpuKernel;
+use pk_lang::ir::DType;
+use pk_lowering::wasm::abi::{OperandInfo, RefOrigin, Role, Semantics, Space};
+use std::collections::HashMap;
+use wasmtime::Val;
+
+/// How the grid splits into units.
+#[derive(Debug, Clone)]
+pub(crate) struct Schedule {
+    pub extents: Vec<u64>,
+    /// The number of leading parallel axes.
+    pub prefix: usize,
+    pub units: u64,
+    pub per_unit: u64,
+}
+
+fn unravel(mut i: u64, extents: &[u64], out: &mut Vec<u64>) {
+    let start = out.len();
+    for &e in extents.iter().rev() {
+        out.push(i % e.max(1));
+        i /= e.max(1);
+    }
+    out[start..].reverse();
+}
+
+impl Schedule {
+    pub fn new(k: &CpuKernel) -> Schedule {
+        let m = &k.m;
+        let extents: Vec<u64> = m.grid.iter().map(|a| a.extent).collect();
+        let prefix = m
+            .grid
+            .iter()
+            .take_while(|a| a.semantics == Semantics::Parallel)
+            .count();
+        Schedule {
+            units: extents[..prefix].iter().product(),
+            per_unit: extents[prefix..].iter().product(),
+            extents,
+            prefix,
+        }
+    }
+
+    /// The grid indices of step `s` of unit `u`.
+    pub fn step(&self, u: u64, s: u64) -> Vec<u64> {
+        let mut v = Vec::with_capacity(self.extents.len());
+        unravel(u, &self.extents[..self.prefix], &mut v);
+        unravel(s, &self.extents[self.prefix..], &mut v);
+        v
+    }
+}
+
+/// The output blocks a unit wrote, with the first step writing each.
+pub(crate) type Visits = Vec<HashMap<Vec<i64>, Vec<u64>>>;
+
+/// What the executor knows of one operand.
+struct Op<'a> {
+    info: &'a OperandInfo,
+    dtype: DType,
+    eb: usize,
+    offset: Option<usize>,
+    shadow: Option<usize>,
+    /// The VMEM buffer's shape: the block (squeezed dims 1) or the array.
+    buf_shape: Vec<u64>,
+    buffer: usize,
+    last: Option<Vec<i64>>,
+}
+
+fn loc_err(
+    k: &CpuKernel,
+    i: usize,
+    make: impl FnOnce(
+        String,
+        Option<std::sync::Arc<miette::NamedSource<String>>>,
+        Option<miette::SourceSpan>,
+    ) -> Error,
+    msg: String,
+) -> Error {
+    let loc = &k.m.operands[i].loc;
+    let (src, span) = located(&k.m, loc);
+    make(format!("{msg} ({})", at(loc)), src, span)
+}
+
+pub(crate) struct Runner<'a> {
+    k: &'a CpuKernel,
+    pub inst: Instance,
+    ops: Vec<Op<'a>>,
+    sched: &'a Schedule,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(k: &'a CpuKernel, inst: Instance, sched: &'a Schedule) -> Result<Runner<'a>, Error> {
+        let m = &k.m;
+        let mut ops = Vec::new();
+        for (i, o) in m.operands.iter().enumerate() {
+            let slot = &m.refs[o.ref_index];
+            let dtype = k.dtypes[i];
+            ops.push(Op {
+                info: o,
+                dtype,
+                eb: dtype.bytes() as usize,
+                offset: slot.offset.map(|x| x as usize),
+                shadow: slot.shadow.map(|x| x as usize),
+                buf_shape: o.block.clone().unwrap_or_else(|| o.shape.clone()),
+                buffer: inst.store.data().buffers.of_operand[i],
+                last: None,
+            });
+        }
+        Ok(Runner {
+            k,
+            inst,
+            ops,
+            sched,
+        })
+    }
+
+    pub fn into_instance(self) -> Instance {
+        self.inst
+    }
+
+    /// Runs unit `u`, returning the output blocks it wrote.
+    pub fn unit(&mut self, u: u64) -> Result<Visits, Error> {
+        self.start_unit()?;
+        let mut visits: Visits = vec![HashMap::new(); self.ops.len()];
+        let mut left: Vec<HashMap<Vec<i64>, Vec<u64>>> = vec![HashMap::new(); self.ops.len()];
+        let mut prev: Vec<u64> = Vec::new();
+        for s in 0..self.sched.per_unit {
+            let step = self.sched.step(u, s);
+            self.inst.store.data_mut().step = step.clone();
+            let args: Vec<Val> = step.iter().map(|&v| Val::I32(v as i32)).collect();
+            for i in 0..self.ops.len() {
+                let Some(f) = self.inst.index_maps[i] else {
+                    continue;
+                };
+                let mut res = vec![Val::I32(0); self.ops[i].info.shape.len()];
+                self.inst.call(f, &args, &mut res)?;
+                let b: Vec<i64> = res
+                    .iter()
+                    .map(|v| i64::from(v.i32().unwrap_or(-1)))
+                    .collect();
+                self.check_block(i, &b, &step)?;
+                if self.ops[i].last.as_ref() == Some(&b) {
+                    continue;
+                }
+                match self.ops[i].info.role {
+                    Role::Output => {
+                        if let Some(old) = self.ops[i].last.take() {
+                            self.write_back(i, &old)?;
+                            left[i].insert(old, prev.clone());
+                        }
+                        if let Some(when) = left[i].get(&b) {
+                            return Err(loc_err(
+                                self.k,
+                                i,
+                                |message, src, span| Error::Revisit { message, src, span },
+                                format!(
+                                    "output `{}`: grid step {} maps to block {}, which was written back after step {} and is now visited again",
+                                    self.ops[i].info.name,
+                                    step_str(&step),
+                                    block_str(&b),
+                                    step_str(when)
+                                ),
+                            ));
+                        }
+                        visits[i].entry(b.clone()).or_insert_with(|| step.clone());
+                        self.prepare_out(i);
+                    }
+                    _ => self.copy_in(i, &b)?,
+                }
+                self.ops[i].last = Some(b);
+            }
+            let kernel = self.inst.kernel;
+            self.inst.call(kernel, &args, &mut [])?;
+            prev = step;
+        }
+        self.end_unit(&prev, &mut visits)?;
+        Ok(visits)
+    }
+
+    fn check_block(&self, i: usize, b: &[i64], step: &[u64]) -> Result<(), Error> {
+        let o = &self.ops[i];
+        for (d, &bi) in b.iter().enumerate() {
+            let bs = o.buf_shape[d] as i64;
+            let n = o.info.shape[d] as i64;
+            if bi < 0 || bi.saturating_mul(bs) >= n {
+                return Err(loc_err(
+                    self.k,
+                    i,
+                    |message, src, span| Error::BlockIndex { message, src, span },
+                    format!(
+                        "operand `{}`: at grid step {} the index map gives block {} whose dimension {d} starts at element {} of {n}",
+                        o.info.name,
+                        step_str(step),
+                        block_str(b),
+                        bi.saturating_mul(bs)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The window of block `b` in the array, clipped at its end.
+    fn block_window(&self, i: usize, b: &[i64]) -> (Vec<u64>, Vec<u64>) {
+        let o = &self.ops[i];
+        let start: Vec<u64> = b
+            .iter()
+            .zip(&o.buf_shape)
+            .map(|(&bi, &bs)| bi as u64 * bs)
+            .collect();
+        let size = start
+            .iter()
+            .zip(&o.buf_shape)
+            .zip(&o.info.shape)
+            .map(|((&s, &bs), &n)| bs.min(n - s))
+            .collect();
+        (start, size)
+    }
+
+    fn mem(&mut self) -> &mut [u8] {
+        self.inst.memory.data_mut(&mut self.inst.store)
+    }
+
+    /// Copies an input block into VMEM; padding past the array's end reads
+    /// as poison.
+    fn copy_in(&mut self, i: usize, b: &[i64]) -> Result<(), Error> {
+        let (start, size) = self.block_window(i, b);
+        self.load_window(i, &start, &size)
+    }
+
+    fn load_window(&mut self, i: usize, start: &[u64], size: &[u64]) -> Result<(), Error> {
+        let (off, eb, dtype, buffer) = {
+            let o = &self.ops[i];
+            (o.offset, o.eb, o.dtype, o.buffer)
+        };
+        let Some(off) = off else {
+            return Ok(());
+        };
+        let buf_shape = self.ops[i].buf_shape.clone();
+        let shape = self.ops[i].info.shape.clone();
+        let n: usize = buf_shape.iter().product::<u64>() as usize;
+        let partial = size.iter().zip(&buf_shape).any(|(a, b)| a != b);
+        let buffers = self.inst.store.data().buffers.clone();
+        let shadow = self.ops[i].shadow;
+        let mem = self.mem();
+        let dst = &mut mem[off..off + n * eb];
+        if partial {
+            fill_poison(dtype, dst);
+        }
+        let zero = vec![0u64; buf_shape.len()];
+        buffers.read(buffer, |src| {
+            window::copy(
+                src,
+                &Win {
+                    shape: &shape,
+                    start,
+                    size,
+                },
+                dst,
+                &Win {
+                    shape: &buf_shape,
+                    start: &zero,
+                    size,
+                },
+                eb,
+            )
+        })?;
+        if let Some(sh) = shadow {
+            let s = &mut mem[sh..sh + n];
+            s.fill(0);
+            window::fill(
+                s,
+                &Win {
+                    shape: &buf_shape,
+                    start: &zero,
+                    size,
+                },
+                1,
+                1,
+            );
+        }
+        Ok(())
+    }
+
+    /// A newly visited output block starts as poison (not loaded from HBM).
+    fn prepare_out(&mut self, i: usize) {
+        let (off, eb, dtype, shadow) = {
+            let o = &self.ops[i];
+            (o.offset, o.eb, o.dtype, o.shadow)
+        };
+        let n: usize = self.ops[i].buf_shape.iter().product::<u64>() as usize;
+        if let Some(off) = off {
+            let mem = self.mem();
+            fill_poison(dtype, &mut mem[off..off + n * eb]);
+            if let Some(sh) = shadow {
+                mem[sh..sh + n].fill(0);
+            }
+        }
+    }
+
+    fn write_back(&mut self, i: usize, b: &[i64]) -> Result<(), Error> {
+        let (start, size) = self.block_window(i, b);
+        self.store_window(i, &start, &size)
+    }
+
+    fn store_window(&mut self, i: usize, start: &[u64], size: &[u64]) -> Result<(), Error> {
+        let (off, eb, buffer) = {
+            let o = &self.ops[i];
+            (o.offset, o.eb, o.buffer)
+        };
+        let Some(off) = off else {
+            return Ok(());
+        };
+        let buf_shape = self.ops[i].buf_shape.clone();
+        let shape = self.ops[i].info.shape.clone();
+        let n: usize = buf_shape.iter().product::<u64>() as usize;
+        let buffers = self.inst.store.data().buffers.clone();
+        let mem = self.inst.memory.data(&self.inst.store);
+        let zero = vec![0u64; buf_shape.len()];
+        buffers.write(buffer, |dst| {
+            window::copy(
+                &mem[off..off + n * eb],
+                &Win {
+                    shape: &buf_shape,
+                    start: &zero,
+                    size,
+                },
+                dst,
+                &Win {
+                    shape: &shape,
+                    start,
+                    size,
+                },
+                eb,
+            )
+        })
+    }
+
+    fn start_unit(&mut self) -> Result<(), Error> {
+        let m = self.k.m.clone();
+        for (r, slot) in m.refs.iter().enumerate() {
+            let (Some(off), RefOrigin::Scratch(_)) = (slot.offset, slot.origin) else {
+                continue;
+            };
+            let off = off as usize;
+            let n: usize = slot.shape.iter().product::<u64>() as usize;
+            let d = self.k.ref_dtypes[r];
+            let mem = self.mem();
+            if slot.space == Space::Semaphore {
+                mem[off..off + 4 * n].fill(0);
+                continue;
+            }
+            fill_poison(d, &mut mem[off..off + n * d.bytes() as usize]);
+            if let Some(sh) = slot.shadow {
+                mem[sh as usize..sh as usize + n].fill(0);
+            }
+        }
+        for i in 0..self.ops.len() {
+            self.ops[i].last = None;
+            let o = &self.ops[i];
+            if o.info.block.is_some() || o.offset.is_none() {
+                continue;
+            }
+            let full = o.info.shape.clone();
+            let zero = vec![0u64; full.len()];
+            if o.info.role == Role::Output {
+                self.prepare_out(i);
+            } else {
+                self.load_window(i, &zero, &full)?;
+            }
+        }
+        self.inst.store.data_mut().inflight.clear();
+        Ok(())
+    }
+
+    fn end_unit(&mut self, last_step: &[u64], visits: &mut Visits) -> Result<(), Error> {
+        super::dma::finish(self.inst.store.data_mut())?;
+        for i in 0..self.ops.len() {
+            if self.ops[i].info.role != Role::Output {
+                continue;
+            }
+            if self.ops[i].info.block.is_some() {
+                if let Some(b) = self.ops[i].last.take() {
+                    self.write_back(i, &b)?;
+                }
+            } else if self.ops[i].offset.is_some() {
+                let full = self.ops[i].info.shape.clone();
+                let zero = vec![0u64; full.len()];
+                self.store_window(i, &zero, &full)?;
+                if let Some(v) = visits.get_mut(i) {
+                    v.insert(Vec::new(), last_step.to_vec());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn block_str(b: &[i64]) -> String {
+    format!(
+        "({})",
+        b.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Finds two units writing one output block (in unit order, so the report
+/// does not depend on the thread count).
+pub(crate) fn check_races(k: &CpuKernel, units: &[(u64, Visits)]) -> Result<(), Error> {
+    for i in 0..k.m.operands.len() {
+        let mut owner: HashMap<&Vec<i64>, (u64, &Vec<u64>)> = HashMap::new();
+        for (u, v) in units {
+            let Some(blocks) = v.get(i) else {
+                continue;
+            };
+            let mut sorted: Vec<_> = blocks.iter().collect();
+            sorted.sort();
+            for (b, step) in sorted {
+                if let Some((u0, s0)) = owner.get(b) {
+                    if *u0 != *u {
+                        return Err(loc_err(
+                            k,
+                            i,
+                            |message, src, span| Error::Race { message, src, span },
+                            format!(
+                                "output `{}`: block {} is written by grid steps {} and {}, which differ in a `parallel` index",
+                                k.m.operands[i].name,
+                                block_str(b),
+                                step_str(s0),
+                                step_str(step)
+                            ),
+                        ));
+                    }
+                } else {
+                    owner.insert(b, (*u, step));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills the blocks of blocked outputs that no step wrote with poison (the
+/// rest of the output was written by block write-backs).
+pub(crate) fn poison_unwritten(
+    k: &CpuKernel,
+    buffers: &super::buffers::Buffers,
+    units: &[(u64, Visits)],
+) -> Result<(), Error> {
+    for (i, o) in k.m.operands.iter().enumerate() {
+        let (Role::Output, Some(bs), None) = (o.role, &o.block, o.aliases) else {
+            continue;
+        };
+        let counts: Vec<u64> = o
+            .shape
+            .iter()
+            .zip(bs)
+            .map(|(&n, &b)| n.div_ceil(b.max(1)))
+            .collect();
+        let total: u64 = counts.iter().product();
+        let mut written: std::collections::HashSet<&Vec<i64>> = std::collections::HashSet::new();
+        for (_, v) in units {
+            if let Some(m) = v.get(i) {
+                written.extend(m.keys());
+            }
+        }
+        if written.len() as u64 >= total {
+            continue;
+        }
+        let d = k.dtypes[i];
+        let eb = d.bytes() as usize;
+        let mut pattern = vec![0u8; bs.iter().product::<u64>() as usize * eb];
+        fill_poison(d, &mut pattern);
+        for flat in 0..total {
+            let mut b = Vec::with_capacity(counts.len());
+            unravel(flat, &counts, &mut b);
+            let key: Vec<i64> = b.iter().map(|&x| x as i64).collect();
+            if written.contains(&key) {
+                continue;
+            }
+            let start: Vec<u64> = b.iter().zip(bs).map(|(&x, &s)| x * s).collect();
+            let size: Vec<u64> = start
+                .iter()
+                .zip(bs)
+                .zip(&o.shape)
+                .map(|((&s, &b), &n)| b.min(n - s))
+                .collect();
+            let zero = vec![0u64; bs.len()];
+            buffers.write(buffers.of_operand[i], |dst| {
+                window::copy(
+                    &pattern,
+                    &Win {
+                        shape: bs,
+                        start: &zero,
+                        size: &size,
+                    },
+                    dst,
+                    &Win {
+                        shape: &o.shape,
+                        start: &start,
+                        size: &size,
+                    },
+                    eb,
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

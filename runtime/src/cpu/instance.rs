@@ -1,0 +1,274 @@
+//! One wasmtime instance of a kernel (one "TensorCore"): its store, its
+//! memory, and the host imports that play the MXU, the DMA engine and the
+//! strictness checks.
+//!
+//! A host import that finds a violation records the full diagnostic in the
+//! store's [`Host`] and stops the Wasm call with a marker error; the
+//! executor then reports the recorded diagnostic, never a wasmtime trace.
+
+use super::buffers::Buffers;
+use super::dma::{self, Inflight};
+use super::error::{at, located, Error};
+use super::DmaMode;
+use pk_lowering::wasm::abi::{self, CpuManifest, TrapKind};
+use std::sync::Arc;
+use wasmtime::{Caller, Engine, Extern, Func, Global, Linker, Memory, Module, Store, Val};
+
+/// Per-instance host state.
+pub(crate) struct Host {
+    pub m: Arc<CpuManifest>,
+    pub buffers: Arc<Buffers>,
+    pub dma_mode: DmaMode,
+    pub inflight: Vec<Inflight>,
+    /// The grid step running, for messages.
+    pub step: Vec<u64>,
+    /// The diagnostic of the violation that stopped the call.
+    pub error: Option<Error>,
+}
+
+/// The marker a host import returns after recording its diagnostic.
+#[derive(Debug)]
+struct Stop;
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped by the host")
+    }
+}
+
+impl std::error::Error for Stop {}
+
+pub(crate) fn step_str(s: &[u64]) -> String {
+    format!(
+        "({})",
+        s.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+impl Host {
+    /// Builds the diagnostic for a `trap(site, kind, a, b)` call.
+    fn trap_error(&self, site: i32, kind: i32, a: i32, b: i32) -> Error {
+        let m = &self.m;
+        let Some(s) = usize::try_from(site).ok().and_then(|i| m.sites.get(i)) else {
+            return Error::Internal(format!("trap from unknown site {site}"));
+        };
+        let (src, span) = located(m, &s.loc);
+        let step = step_str(&self.step);
+        match TrapKind::from_code(kind) {
+            Some(TrapKind::OutOfBounds) => Error::OutOfBounds {
+                message: format!(
+                    "out-of-bounds {} at {}: start {b} of dimension {a} puts the window outside the ref (grid step {step})",
+                    s.what,
+                    at(&s.loc)
+                ),
+                src,
+                span,
+            },
+            Some(TrapKind::DivideByZero) => Error::DivideByZero {
+                message: format!(
+                    "{} by zero at {} ({a} / 0, grid step {step})",
+                    s.what,
+                    at(&s.loc)
+                ),
+                src,
+                span,
+            },
+            Some(TrapKind::Uninitialized) => Error::Uninitialized {
+                message: format!(
+                    "{} at {} reads element {a} of its window, which was never written (grid step {step})",
+                    s.what,
+                    at(&s.loc)
+                ),
+                src,
+                span,
+            },
+            None => Error::Internal(format!("unknown trap kind {kind} at {}", at(&s.loc))),
+        }
+    }
+}
+
+/// Records `e` and returns the marker that stops the Wasm call.
+fn stop(host: &mut Host, e: Error) -> wasmtime::Error {
+    if host.error.is_none() {
+        host.error = Some(e);
+    }
+    wasmtime::Error::new(Stop)
+}
+
+fn memory(caller: &mut Caller<'_, Host>) -> Option<Memory> {
+    match caller.get_export(abi::EXPORT_MEMORY) {
+        Some(Extern::Memory(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// A kernel instance with its exports.
+pub(crate) struct Instance {
+    pub store: Store<Host>,
+    pub memory: Memory,
+    pub kernel: Func,
+    /// Per operand: its index map, when blocked.
+    pub index_maps: Vec<Option<Func>>,
+    pub loop_site: Global,
+}
+
+pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
+    let mut l = Linker::new(engine);
+    let wrap = |e: wasmtime::Error| Error::Internal(format!("cannot define a host import: {e}"));
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_TRAP,
+        |mut c: Caller<'_, Host>, site: i32, kind: i32, a: i32, b: i32| -> wasmtime::Result<()> {
+            let e = c.data().trap_error(site, kind, a, b);
+            Err(stop(c.data_mut(), e))
+        },
+    )
+    .map_err(wrap)?;
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_DOT,
+        |mut c: Caller<'_, Host>,
+         site: i32,
+         lhs: i32,
+         rhs: i32,
+         out: i32|
+         -> wasmtime::Result<()> {
+            let Some(mem) = memory(&mut c) else {
+                return Err(stop(
+                    c.data_mut(),
+                    Error::Internal("no memory export".into()),
+                ));
+            };
+            let (data, host) = mem.data_and_store_mut(&mut c);
+            let m = host.m.clone();
+            let Some(d) = m.dot(site as u32) else {
+                return Err(stop(
+                    host,
+                    Error::Internal(format!("dot from unknown site {site}")),
+                ));
+            };
+            match super::mxu::dot(data, d, lhs as u32, rhs as u32, out as u32) {
+                Ok(()) => Ok(()),
+                Err(msg) => Err(stop(host, Error::Internal(msg))),
+            }
+        },
+    )
+    .map_err(wrap)?;
+    for (name, start) in [(abi::IMPORT_DMA_START, true), (abi::IMPORT_DMA_WAIT, false)] {
+        l.func_wrap(
+            abi::IMPORT_MODULE,
+            name,
+            move |mut c: Caller<'_, Host>, site: i32| -> wasmtime::Result<()> {
+                let Some(mem) = memory(&mut c) else {
+                    return Err(stop(
+                        c.data_mut(),
+                        Error::Internal("no memory export".into()),
+                    ));
+                };
+                let (data, host) = mem.data_and_store_mut(&mut c);
+                let r = if start {
+                    dma::start(host, data, site as u32)
+                } else {
+                    dma::wait(host, data, site as u32)
+                };
+                r.map_err(|e| stop(host, e))
+            },
+        )
+        .map_err(wrap)?;
+    }
+    Ok(l)
+}
+
+impl Instance {
+    pub fn new(
+        engine: &Engine,
+        module: &Module,
+        linker: &Linker<Host>,
+        host: Host,
+    ) -> Result<Instance, Error> {
+        let n = host.m.operands.len();
+        let mut store = Store::new(engine, host);
+        let inst = linker
+            .instantiate(&mut store, module)
+            .map_err(|e| Error::Manifest(format!("cannot instantiate the module: {e}")))?;
+        let missing = |what: &str| Error::Manifest(format!("the module does not export `{what}`"));
+        let memory = inst
+            .get_memory(&mut store, abi::EXPORT_MEMORY)
+            .ok_or_else(|| missing(abi::EXPORT_MEMORY))?;
+        let kernel = inst
+            .get_func(&mut store, abi::EXPORT_KERNEL)
+            .ok_or_else(|| missing(abi::EXPORT_KERNEL))?;
+        let loop_site = inst
+            .get_global(&mut store, abi::EXPORT_LOOP_SITE)
+            .ok_or_else(|| missing(abi::EXPORT_LOOP_SITE))?;
+        let mut index_maps = Vec::with_capacity(n);
+        for i in 0..n {
+            let blocked = store.data().m.operands[i].block.is_some();
+            index_maps.push(if blocked {
+                let name = abi::index_map_export(i);
+                Some(
+                    inst.get_func(&mut store, &name)
+                        .ok_or_else(|| missing(&name))?,
+                )
+            } else {
+                None
+            });
+        }
+        Ok(Instance {
+            store,
+            memory,
+            kernel,
+            index_maps,
+            loop_site,
+        })
+    }
+
+    /// Calls a kernel export; host-recorded violations and interrupts
+    /// become diagnostics.
+    pub fn call(&mut self, f: Func, args: &[Val], results: &mut [Val]) -> Result<(), Error> {
+        match f.call(&mut self.store, args, results) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.explain(e)),
+        }
+    }
+
+    fn explain(&mut self, e: wasmtime::Error) -> Error {
+        if let Some(err) = self.store.data_mut().error.take() {
+            return err;
+        }
+        let step = step_str(&self.store.data().step);
+        let m = self.store.data().m.clone();
+        let site = self.loop_site.get(&mut self.store).i32().unwrap_or(-1);
+        let loc = usize::try_from(site).ok().and_then(|s| m.sites.get(s));
+        let (src, span) = loc.map(|s| located(&m, &s.loc)).unwrap_or((None, None));
+        let where_ = loc
+            .map(|s| format!("; the {} at {} was running", s.what, at(&s.loc)))
+            .unwrap_or_default();
+        match e.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => Error::Runaway {
+                message: format!(
+                    "kernel `{}` did not finish within the time limit (grid step {step}){where_}",
+                    m.kernel
+                ),
+                src,
+                span,
+            },
+            Some(wasmtime::Trap::OutOfFuel) => Error::Runaway {
+                message: format!(
+                    "kernel `{}` ran out of fuel (grid step {step}){where_}",
+                    m.kernel
+                ),
+                src,
+                span,
+            },
+            Some(t) => Error::Internal(format!(
+                "unexpected trap in `{}` ({t}) at grid step {step}",
+                m.kernel
+            )),
+            None => Error::Internal(format!("kernel call failed: {e}")),
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! The CPU reference executor: runs a kernel lowered to WebAssembly with
+//! wasmtime (Cranelift), under Pallas's grid contract, strictly.
+//!
+//! The host plays HBM (the [`HostArray`]s), the DMA engine and the MXU; a
+//! Wasm instance's linear memory plays one TensorCore's VMEM + SMEM. The
+//! grid's leading `parallel` axes are spread across threads, one instance
+//! per thread; results are bit-identical whatever the thread count.
+//!
+//! A kernel runs from its `.wasm` and [`CpuManifest`] alone, so a kernel
+//! package needs no compiler to run.
+
+mod array;
+mod buffers;
+mod dma;
+mod error;
+mod grid;
+mod instance;
+mod mxu;
+pub mod npy;
+mod window;
+
+pub use array::{bf16_from_f32, bf16_to_f32, fill_poison, HostArray};
+pub use error::{Error, EXPLANATIONS};
+pub use pk_lowering::wasm::abi::CpuManifest;
+
+use buffers::{Buf, Buffers};
+use grid::{Runner, Schedule, Visits};
+use instance::{Host, Instance};
+use pk_lang::ir::DType;
+use pk_lowering::wasm::abi::{self, OperandInfo, Role};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use wasmtime::{Config, Engine, Linker, Module, OptLevel};
+
+/// When a DMA's copy happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DmaMode {
+    /// At `dma_start` (the destination is ready immediately).
+    #[default]
+    AtStart,
+    /// At `dma_wait` (the destination reads as poison until then).
+    AtWait,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Worker threads (each one instance, like a TensorCore); capped by
+    /// the number of units of the grid's leading `parallel` axes.
+    pub threads: usize,
+    pub dma: DmaMode,
+    /// Wall-clock limit of the run (epoch interruption), if any.
+    pub timeout: Option<Duration>,
+    /// Fuel per thread (needs a kernel created with fuel metering).
+    pub fuel: Option<u64>,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            dma: DmaMode::AtStart,
+            timeout: Some(Duration::from_secs(300)),
+            fuel: None,
+        }
+    }
+}
+
+/// A compiled kernel, ready to run any number of times.
+pub struct CpuKernel {
+    engine: Engine,
+    module: Module,
+    linker: Linker<Host>,
+    pub(crate) m: Arc<CpuManifest>,
+    /// Operand dtypes, parsed once.
+    pub(crate) dtypes: Vec<DType>,
+    pub(crate) ref_dtypes: Vec<DType>,
+    fuel: bool,
+    /// Idle instances, reused by later runs.
+    pool: Mutex<Vec<Instance>>,
+}
+
+/// The units a worker ran, or the first unit that failed and why.
+type WorkerResult = Result<Vec<(u64, Visits)>, (u64, Box<Error>)>;
+
+const TICK: Duration = Duration::from_millis(10);
+
+impl CpuKernel {
+    /// Compiles a `.wasm` with its manifest. `fuel` enables fuel metering
+    /// (slower; needed for [`RunOptions::fuel`]).
+    pub fn new(wasm: &[u8], manifest: CpuManifest, fuel: bool) -> Result<CpuKernel, Error> {
+        if manifest.abi_version != abi::ABI_VERSION {
+            return Err(Error::Manifest(format!(
+                "ABI version {} (this runtime reads {})",
+                manifest.abi_version,
+                abi::ABI_VERSION
+            )));
+        }
+        let dtype = |s: &str| {
+            DType::from_name(s).ok_or_else(|| Error::Manifest(format!("unknown dtype `{s}`")))
+        };
+        let dtypes = manifest
+            .operands
+            .iter()
+            .map(|o| dtype(&o.dtype))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ref_dtypes = manifest
+            .refs
+            .iter()
+            .map(|r| dtype(&r.dtype))
+            .collect::<Result<Vec<_>, _>>()?;
+        if manifest.grid.iter().any(|a| a.extent == 0)
+            || manifest
+                .operands
+                .iter()
+                .any(|o| o.ref_index >= manifest.refs.len())
+        {
+            return Err(Error::Manifest("inconsistent grid or operand table".into()));
+        }
+        let mut c = Config::new();
+        c.cranelift_opt_level(OptLevel::Speed);
+        c.epoch_interruption(true);
+        c.consume_fuel(fuel);
+        let engine = Engine::new(&c).map_err(|e| Error::Compile(e.to_string()))?;
+        let module = Module::new(&engine, wasm).map_err(|e| Error::Compile(e.to_string()))?;
+        let linker = instance::linker(&engine)?;
+        Ok(CpuKernel {
+            engine,
+            module,
+            linker,
+            m: Arc::new(manifest),
+            dtypes,
+            ref_dtypes,
+            fuel,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Compiles a kernel just lowered.
+    pub fn from_lowered(k: &pk_lowering::wasm::WasmKernel, fuel: bool) -> Result<CpuKernel, Error> {
+        CpuKernel::new(&k.bytes, k.manifest.clone(), fuel)
+    }
+
+    pub fn manifest(&self) -> &CpuManifest {
+        &self.m
+    }
+
+    /// The operands the caller provides, in call order.
+    pub fn inputs(&self) -> impl Iterator<Item = (usize, &OperandInfo)> {
+        self.m
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.role != Role::Output)
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = (usize, &OperandInfo)> {
+        self.m
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.role == Role::Output)
+    }
+
+    /// The dtype of operand `i`.
+    pub fn dtype(&self, i: usize) -> DType {
+        self.dtypes[i]
+    }
+
+    /// Reads an input from a `.npy` file, checking it against operand `i`.
+    pub fn read_input(&self, i: usize, path: &Path) -> Result<HostArray, Error> {
+        let a = npy::read(path)?;
+        self.check(i, a, &path.display().to_string())
+    }
+
+    /// Checks a file array against operand `i` and converts it.
+    pub fn check(&self, i: usize, a: npy::NpyArray, path: &str) -> Result<HostArray, Error> {
+        let o = &self.m.operands[i];
+        let d = self.dtypes[i];
+        let found_ty = a.ty;
+        let shape = a.shape.clone();
+        let host = npy::to_host(a, d).ok_or_else(|| Error::DtypeMismatch {
+            operand: o.name.clone(),
+            expected: format!(
+                "{d} (a {} array, {})",
+                npy::numpy_spelling(d),
+                npy::accepted(d)[0].describe()
+            ),
+            found: found_ty.describe(),
+            path: path.to_string(),
+        })?;
+        self.check_shape(i, &shape, path)?;
+        Ok(host)
+    }
+
+    fn check_shape(&self, i: usize, shape: &[usize], path: &str) -> Result<(), Error> {
+        let o = &self.m.operands[i];
+        if shape.iter().map(|&d| d as u64).ne(o.shape.iter().copied()) {
+            let s = |v: Vec<String>| v.join(", ");
+            return Err(Error::ShapeMismatch {
+                operand: o.name.clone(),
+                expected: s(o.shape.iter().map(|d| d.to_string()).collect()),
+                found: s(shape.iter().map(|d| d.to_string()).collect()),
+                path: path.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs the kernel on its inputs (in the order of [`Self::inputs`]) and
+    /// returns its outputs (in the order of [`Self::outputs`]).
+    pub fn run(&self, inputs: Vec<HostArray>, opts: &RunOptions) -> Result<Vec<HostArray>, Error> {
+        let shared: Vec<Arc<HostArray>> = inputs.into_iter().map(Arc::new).collect();
+        self.run_shared(&shared, opts)
+    }
+
+    /// [`Self::run`] without copying the inputs: they are read in place.
+    pub fn run_shared(
+        &self,
+        inputs: &[Arc<HostArray>],
+        opts: &RunOptions,
+    ) -> Result<Vec<HostArray>, Error> {
+        let m = &self.m;
+        let ins: Vec<usize> = self.inputs().map(|(i, _)| i).collect();
+        if inputs.len() < ins.len() {
+            let o = &m.operands[ins[inputs.len()]];
+            return Err(Error::MissingInput {
+                operand: o.name.clone(),
+                expected: format!("{}[{}]", o.dtype, join(&o.shape)),
+            });
+        }
+        if inputs.len() > ins.len() {
+            return Err(Error::Internal(format!(
+                "{} inputs given, kernel `{}` takes {}",
+                inputs.len(),
+                m.kernel,
+                ins.len()
+            )));
+        }
+        // Inputs the kernel writes (aliased by an output, or a DMA
+        // destination) get a private copy; the others are read in place.
+        let mut written = vec![false; m.operands.len()];
+        for o in &m.operands {
+            if let Some(j) = o.aliases {
+                if let Some(w) = written.get_mut(j) {
+                    *w = true;
+                }
+            }
+        }
+        for d in &m.dmas {
+            if let abi::RefOrigin::Operand(i) = m.refs[d.dst.ref_index].origin {
+                written[i] = true;
+            }
+        }
+        let mut bufs = Vec::new();
+        let mut of_operand = vec![0; m.operands.len()];
+        let mut given = inputs.iter();
+        for (i, o) in m.operands.iter().enumerate() {
+            if o.role != Role::Output {
+                let a = given
+                    .next()
+                    .ok_or_else(|| Error::Internal("input count".into()))?;
+                if a.dtype != self.dtypes[i] {
+                    return Err(Error::DtypeMismatch {
+                        operand: o.name.clone(),
+                        expected: self.dtypes[i].to_string(),
+                        found: a.dtype.to_string(),
+                        path: "<memory>".into(),
+                    });
+                }
+                self.check_shape(i, &a.shape, "<memory>")?;
+                of_operand[i] = bufs.len();
+                bufs.push(if written[i] {
+                    Buf::Owned(RwLock::new(a.data.clone()))
+                } else {
+                    Buf::Shared(a.clone())
+                });
+            } else if let Some(j) = o.aliases {
+                of_operand[i] = of_operand.get(j).copied().unwrap_or(0);
+            } else {
+                let n: usize = o.shape.iter().product::<u64>() as usize;
+                let mut data = array::zeroed(n * self.dtypes[i].bytes() as usize);
+                // Blocked outputs are poisoned after the run where no block
+                // was written (usually nowhere, which saves a pass over the
+                // array); others here.
+                if o.block.is_none() {
+                    fill_poison(self.dtypes[i], &mut data);
+                }
+                of_operand[i] = bufs.len();
+                bufs.push(Buf::Owned(RwLock::new(data)));
+            }
+        }
+        let of_operand_copy = of_operand.clone();
+        let buffers = Arc::new(Buffers { bufs, of_operand });
+        let units = self.execute(&buffers, opts)?;
+        grid::check_races(self, &units)?;
+        grid::poison_unwritten(self, &buffers, &units)?;
+        // The workers are done: take the output buffers without copying.
+        let (mut owned, of_operand) = match Arc::try_unwrap(buffers) {
+            Ok(b) => (b.into_owned(), of_operand_copy),
+            Err(_) => {
+                return Err(Error::Internal(
+                    "host buffers still shared after the run".into(),
+                ))
+            }
+        };
+        let mut out: Vec<HostArray> = Vec::new();
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for (i, o) in self.outputs() {
+            let b = of_operand[i];
+            let data = match owned.get_mut(b).and_then(Option::take) {
+                Some(d) => d,
+                None => match taken.iter().find(|(tb, _)| *tb == b) {
+                    Some(&(_, k)) => out[k].data.clone(),
+                    None => return Err(Error::Internal("an output has no buffer".into())),
+                },
+            };
+            taken.push((b, out.len()));
+            let shape = o.shape.iter().map(|&d| d as usize).collect();
+            out.push(HostArray::new(self.dtypes[i], shape, data));
+        }
+        Ok(out)
+    }
+
+    /// Runs every unit of the grid on up to `opts.threads` workers.
+    fn execute(
+        &self,
+        buffers: &Arc<Buffers>,
+        opts: &RunOptions,
+    ) -> Result<Vec<(u64, Visits)>, Error> {
+        let sched = Schedule::new(self);
+        let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
+        let done = AtomicBool::new(false);
+        let results: Vec<WorkerResult> = std::thread::scope(|s| {
+            if opts.timeout.is_some() {
+                let engine = &self.engine;
+                let done = &done;
+                s.spawn(move || {
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                });
+            }
+            let per = sched.units.div_ceil(threads);
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (lo, hi) = (t * per, ((t + 1) * per).min(sched.units));
+                    let sched = &sched;
+                    s.spawn(move || self.worker(buffers, sched, lo..hi, opts))
+                })
+                .collect();
+            let r = handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err((
+                            u64::MAX,
+                            Box::new(Error::Internal("a worker thread panicked".into())),
+                        ))
+                    })
+                })
+                .collect();
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        let mut units = Vec::new();
+        let mut first: Option<(u64, Box<Error>)> = None;
+        for r in results {
+            match r {
+                Ok(v) => units.extend(v),
+                Err((u, e)) => {
+                    if first.as_ref().is_none_or(|(fu, _)| u < *fu) {
+                        first = Some((u, e));
+                    }
+                }
+            }
+        }
+        match first {
+            Some((_, e)) => Err(*e),
+            None => Ok(units),
+        }
+    }
+
+    fn worker(
+        &self,
+        buffers: &Arc<Buffers>,
+        sched: &Schedule,
+        units: std::ops::Range<u64>,
+        opts: &RunOptions,
+    ) -> WorkerResult {
+        let fail = |e| (units.start, Box::new(e));
+        // Instances are kept between runs: their memory is already mapped
+        // and touched, and every buffer is reset before it is read (scratch
+        // and output blocks to poison, input blocks copied in).
+        let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let mut inst = match pooled {
+            Some(i) => i,
+            None => {
+                let host = Host {
+                    m: self.m.clone(),
+                    buffers: buffers.clone(),
+                    dma_mode: opts.dma,
+                    inflight: Vec::new(),
+                    step: Vec::new(),
+                    error: None,
+                };
+                Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
+            }
+        };
+        {
+            let h = inst.store.data_mut();
+            h.buffers = buffers.clone();
+            h.dma_mode = opts.dma;
+            h.inflight.clear();
+            h.error = None;
+        }
+        if let Some(t) = opts.timeout {
+            let ticks = (t.as_millis() / TICK.as_millis()).max(1) as u64;
+            inst.store.set_epoch_deadline(ticks);
+            inst.store.epoch_deadline_trap();
+        } else {
+            inst.store.set_epoch_deadline(u64::MAX / 2);
+        }
+        if self.fuel {
+            let f = opts.fuel.unwrap_or(u64::MAX / 2);
+            inst.store
+                .set_fuel(f)
+                .map_err(|e| fail(Error::Internal(e.to_string())))?;
+        }
+        let mut runner = Runner::new(self, inst, sched).map_err(fail)?;
+        let mut out = Vec::new();
+        for u in units {
+            // An instance that stopped with an error is not reused.
+            let v = runner.unit(u).map_err(|e| (u, Box::new(e)))?;
+            out.push((u, v));
+        }
+        let mut inst = runner.into_instance();
+        inst.store.data_mut().buffers = Arc::new(Buffers {
+            bufs: Vec::new(),
+            of_operand: Vec::new(),
+        });
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(inst);
+        }
+        Ok(out)
+    }
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,207 @@
+//! The MXU: the `dot` host import, run directly on the instance's linear
+//! memory (no copies of the operands).
+//!
+//! Numerics follow the TPU's matrix unit: float inputs (f32, or bf16 held
+//! as f32 lanes) multiply exactly into an f32 accumulator, integer inputs
+//! (int8 values held as i32 lanes) into an i32 accumulator that wraps.
+//! bf16 x bf16 products have at most 16 significant bits, so f32 products
+//! are exact; only the summation order differs from the chip, which is
+//! what the test tolerances allow for.
+
+use pk_lowering::wasm::abi::{DotKind, DotSite};
+
+/// Byte range `[start, end)` of a stored matrix of `rows x cols` with row
+/// stride `ld` (elements) at `addr`.
+fn extent(addr: u32, rows: u32, cols: u32, ld: u32) -> (usize, usize) {
+    let start = addr as usize;
+    let elems = if rows == 0 || cols == 0 {
+        0
+    } else {
+        (rows as usize - 1) * ld as usize + cols as usize
+    };
+    (start, start + elems * 4)
+}
+
+/// `out[m x n] = op(lhs) op(rhs)` on linear memory.
+pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> Result<(), String> {
+    let l = extent(lhs, d.lhs_dims.0, d.lhs_dims.1, d.lhs_ld);
+    let r = extent(rhs, d.rhs_dims.0, d.rhs_dims.1, d.rhs_ld);
+    let o = extent(out, d.m, d.n, d.n);
+    for (what, (s, e)) in [("lhs", l), ("rhs", r), ("out", o)] {
+        if e > mem.len() || s % 4 != 0 {
+            return Err(format!("dot {what} range {s}..{e} is outside memory"));
+        }
+    }
+    let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
+    if overlaps(o, l) || overlaps(o, r) {
+        return Err("dot output overlaps an operand".into());
+    }
+    let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
+    // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
+    let (l_rs, l_cs) = if d.trans_lhs {
+        (1, d.lhs_ld as isize)
+    } else {
+        (d.lhs_ld as isize, 1)
+    };
+    let (r_rs, r_cs) = if d.trans_rhs {
+        (1, d.rhs_ld as isize)
+    } else {
+        (d.rhs_ld as isize, 1)
+    };
+    let base = mem.as_mut_ptr();
+    match d.kind {
+        DotKind::F32 => {
+            if k == 0 {
+                mem[o.0..o.1].fill(0);
+                return Ok(());
+            }
+            // SAFETY: the three ranges were checked to lie inside `mem`,
+            // which is borrowed mutably for the whole call, 4-byte aligned
+            // (linear memory is page-aligned, offsets are multiples of 4);
+            // the output does not overlap the operands.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    base.add(o.0) as *mut f32,
+                    1,
+                    n as isize,
+                    false,
+                    base.add(l.0) as *const f32,
+                    l_cs,
+                    l_rs,
+                    base.add(r.0) as *const f32,
+                    r_cs,
+                    r_rs,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        }
+        DotKind::I32 => {
+            let read = |mem: &[u8], start: usize, i: usize| -> i32 {
+                let p = start + 4 * i;
+                i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
+            };
+            // Gather op(rhs) as a contiguous k x n matrix, then accumulate
+            // rows (a vectorisable inner loop over n).
+            let mut b = vec![0i32; k * n];
+            for p in 0..k {
+                for j in 0..n {
+                    b[p * n + j] = read(mem, r.0, p * r_rs as usize + j * r_cs as usize);
+                }
+            }
+            let mut row = vec![0i32; n];
+            for i in 0..m {
+                row.fill(0);
+                for p in 0..k {
+                    let a = read(mem, l.0, i * l_rs as usize + p * l_cs as usize);
+                    for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
+                        *acc = acc.wrapping_add(a.wrapping_mul(bv));
+                    }
+                }
+                for (j, v) in row.iter().enumerate() {
+                    let p = o.0 + 4 * (i * n + j);
+                    mem[p..p + 4].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(m: u32, n: u32, k: u32, tl: bool, tr: bool, kind: DotKind) -> DotSite {
+        let (ld, rd) = (
+            if tl { (k, m) } else { (m, k) },
+            if tr { (n, k) } else { (k, n) },
+        );
+        DotSite {
+            site: 0,
+            m,
+            n,
+            k,
+            trans_lhs: tl,
+            trans_rhs: tr,
+            lhs_ld: ld.1,
+            rhs_ld: rd.1,
+            lhs_dims: ld,
+            rhs_dims: rd,
+            kind,
+            lhs_dtype: "f32".into(),
+            rhs_dtype: "f32".into(),
+            out_dtype: "f32".into(),
+        }
+    }
+
+    fn put(mem: &mut [u8], at: usize, v: &[f32]) {
+        for (i, x) in v.iter().enumerate() {
+            mem[at + 4 * i..at + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
+        }
+    }
+
+    fn get(mem: &[u8], at: usize, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| f32::from_le_bytes(mem[at + 4 * i..at + 4 * i + 4].try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn transposes_and_strides() {
+        // a = [[1, 2, 3], [4, 5, 6]] (2 x 3), b = [[1, 0], [0, 1], [1, 1]].
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let at = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0];
+        let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+        let bt = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
+        let want = [4.0, 5.0, 10.0, 11.0];
+        for (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut mem = vec![0u8; 256];
+            put(&mut mem, 0, if tl { &at } else { &a });
+            put(&mut mem, 64, if tr { &bt } else { &b });
+            dot(&mut mem, &site(2, 2, 3, tl, tr, DotKind::F32), 0, 64, 128).unwrap();
+            assert_eq!(get(&mem, 128, 4), want, "{tl} {tr}");
+        }
+    }
+
+    #[test]
+    fn integer_products_wrap() {
+        let mut mem = vec![0u8; 64];
+        for (i, v) in [i32::MAX, 2].iter().enumerate() {
+            mem[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        for (i, v) in [2i32, 1].iter().enumerate() {
+            mem[16 + 4 * i..20 + 4 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        dot(
+            &mut mem,
+            &site(1, 1, 2, false, false, DotKind::I32),
+            0,
+            16,
+            32,
+        )
+        .unwrap();
+        let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
+        assert_eq!(got, i32::MAX.wrapping_mul(2).wrapping_add(2));
+    }
+
+    #[test]
+    fn rejects_ranges_outside_memory() {
+        let mut mem = vec![0u8; 32];
+        assert!(dot(
+            &mut mem,
+            &site(2, 2, 2, false, false, DotKind::F32),
+            0,
+            16,
+            24
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! What `pkc run`, `pkc test` and `pkc bench` share: compiling a kernel for
+//! the CPU reference (from a `.pk` file, or from a built package directory
+//! holding `kernel.wasm` and `kernel.wasm.json`), run options, named
+//! `.npy` arguments, and printing CPU reference diagnostics.
+
+use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
+use clap::{Args as ClapArgs, ValueEnum};
+use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
+use pk_lang::ir;
+use pk_runtime::cpu::{CpuKernel, CpuManifest, DmaMode, Error, HostArray, RunOptions};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaArg {
+    /// A copy completes when it starts.
+    Start,
+    /// A copy completes when it is waited for (its destination reads as
+    /// NaN until then).
+    Wait,
+}
+
+#[derive(ClapArgs, Debug, Clone)]
+pub struct CpuArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    /// Worker threads, one kernel instance each (default: every core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Stop a run that takes longer than this many seconds (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Meter execution with fuel and stop a run after N units per thread
+    /// (slower than the time limit, but deterministic).
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
+    /// When DMA copies complete.
+    #[arg(long, value_enum, default_value = "start")]
+    pub dma: DmaArg,
+    /// Report reads of memory never written (scratch before its first
+    /// store, padding of partial blocks) as errors instead of NaN.
+    #[arg(long)]
+    pub check_uninit: bool,
+}
+
+/// A kernel ready to run, and its IR when it was compiled from source.
+pub struct Loaded {
+    pub kernel: CpuKernel,
+    pub ir: Option<ir::Kernel>,
+}
+
+/// Prints a line to stdout; a closed pipe (`pkc bench ... | head -1`) is
+/// not an error worth a panic.
+pub fn outln(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// `NAME=PATH` arguments.
+pub fn parse_named(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.trim().is_empty() && !p.trim().is_empty() => {
+            Ok((n.trim().to_string(), PathBuf::from(p.trim())))
+        }
+        _ => Err(format!("expected NAME=PATH, found `{s}`")),
+    }
+}
+
+/// Prints a CPU reference diagnostic and returns the exit code.
+pub fn report_cpu(e: &Error) -> u8 {
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let mut out = String::new();
+    let d: &dyn Diagnostic = e;
+    if GraphicalReportHandler::new_themed(theme)
+        .render_report(&mut out, d)
+        .is_err()
+    {
+        out = e.to_string();
+    }
+    eprint!("{out}");
+    EXIT_ERRORS
+}
+
+pub fn run_options(a: &CpuArgs) -> RunOptions {
+    let mut o = RunOptions::default();
+    if let Some(t) = a.threads {
+        o.threads = t.max(1);
+    }
+    o.timeout = (a.timeout > 0.0).then(|| Duration::from_secs_f64(a.timeout));
+    o.fuel = a.fuel;
+    o.dma = match a.dma {
+        DmaArg::Start => DmaMode::AtStart,
+        DmaArg::Wait => DmaMode::AtWait,
+    };
+    o
+}
+
+/// Compiles the kernel of `file` (or loads the package directory `file`).
+pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
+    let fuel = a.fuel.is_some();
+    if file.is_dir() {
+        return load_package(file, fuel, a.check_uninit);
+    }
+    let module = pk_lang::compile_file(file, &a.kernel.options(true))
+        .map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    let k = match module.kernels.as_slice() {
+        [k] => k,
+        [] => {
+            eprintln!("error: `{}` defines no kernel", file.display());
+            return Err(EXIT_ERRORS);
+        }
+        ks => {
+            let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+            eprintln!(
+                "error: `{}` defines several kernels ({}); choose one with --kernel NAME",
+                file.display(),
+                names.join(", ")
+            );
+            return Err(EXIT_USAGE);
+        }
+    };
+    let opts = pk_lowering::wasm::Options {
+        target: a.kernel.target,
+        check_uninit: a.check_uninit,
+    };
+    let w = pk_lowering::wasm::lower(k, &module.sources, &opts)
+        .map_err(|e| report_cpu(&Error::from_lowering(&e, &module.sources)))?;
+    let kernel = CpuKernel::from_lowered(&w, fuel).map_err(|e| report_cpu(&e))?;
+    Ok(Loaded {
+        kernel,
+        ir: Some(k.clone()),
+    })
+}
+
+fn load_package(dir: &Path, fuel: bool, check_uninit: bool) -> Result<Loaded, u8> {
+    let read = |name: &str| {
+        let p = dir.join(name);
+        std::fs::read(&p).map_err(|e| {
+            report_cpu(&Error::Unreadable {
+                path: p.display().to_string(),
+                reason: e.to_string(),
+            })
+        })
+    };
+    let wasm = read(pk_runtime::package::WASM)?;
+    let json = read(pk_runtime::package::WASM_MANIFEST)?;
+    let text = String::from_utf8_lossy(&json);
+    let m =
+        CpuManifest::from_json(&text).map_err(|e| report_cpu(&Error::Manifest(e.to_string())))?;
+    if check_uninit && !m.check_uninit {
+        eprintln!(
+            "warning: this package was built without --check-uninit; run the .pk source to check"
+        );
+    }
+    let kernel = CpuKernel::new(&wasm, m, fuel).map_err(|e| report_cpu(&e))?;
+    Ok(Loaded { kernel, ir: None })
+}
+
+/// Reads the `--in` arrays, in the kernel's input order.
+pub fn read_inputs(k: &CpuKernel, given: &[(String, PathBuf)]) -> Result<Vec<HostArray>, Error> {
+    let m = k.manifest();
+    let known = |role: &str| -> String {
+        let names: Vec<&str> = if role == "input" {
+            k.inputs().map(|(_, o)| o.name.as_str()).collect()
+        } else {
+            k.outputs().map(|(_, o)| o.name.as_str()).collect()
+        };
+        names.join(", ")
+    };
+    for (name, _) in given {
+        if !k.inputs().any(|(_, o)| &o.name == name) {
+            return Err(Error::UnknownOperand {
+                kernel: m.kernel.clone(),
+                role: "input".into(),
+                name: name.clone(),
+                known: known("input"),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (i, o) in k.inputs() {
+        let Some((_, path)) = given.iter().rev().find(|(n, _)| *n == o.name) else {
+            return Err(Error::MissingInput {
+                operand: o.name.clone(),
+                expected: format!("{}[{}]", o.dtype, join(&o.shape)),
+            });
+        };
+        out.push(k.read_input(i, path)?);
+    }
+    Ok(out)
+}
+
+/// Checks that every `--out`/`--expect` name is an output; returns the
+/// output index of each.
+pub fn output_indices(k: &CpuKernel, given: &[(String, PathBuf)]) -> Result<Vec<usize>, Error> {
+    let outs: Vec<&str> = k.outputs().map(|(_, o)| o.name.as_str()).collect();
+    given
+        .iter()
+        .map(|(name, _)| {
+            outs.iter()
+                .position(|o| o == name)
+                .ok_or_else(|| Error::UnknownOperand {
+                    kernel: k.manifest().kernel.clone(),
+                    role: "output".into(),
+                    name: name.clone(),
+                    known: outs.join(", "),
+                })
+        })
+        .collect()
+}
+
+pub fn join(v: &[u64]) -> String {
+    v.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `pkc emit wat`: the WebAssembly text of each kernel of a file.
+pub fn emit_wat(file: &Path, k: &KernelArgs) -> u8 {
+    let module = match pk_lang::compile_file(file, &k.options(true)) {
+        Ok(m) => m,
+        Err(f) => return report(&f).max(EXIT_ERRORS),
+    };
+    let opts = pk_lowering::wasm::Options {
+        target: k.target,
+        check_uninit: false,
+    };
+    for (i, kernel) in module.kernels.iter().enumerate() {
+        let w = match pk_lowering::wasm::lower(kernel, &module.sources, &opts) {
+            Ok(w) => w,
+            Err(e) => return report_cpu(&Error::from_lowering(&e, &module.sources)),
+        };
+        match pk_lowering::wasm::to_wat(&w.bytes) {
+            Ok(text) => {
+                if module.kernels.len() > 1 {
+                    if i > 0 {
+                        outln("");
+                    }
+                    outln(&format!(";; kernel {}", kernel.name));
+                }
+                outln(text.trim_end());
+            }
+            Err(e) => return report_cpu(&Error::Internal(e.to_string())),
+        }
+    }
+    super::common::EXIT_OK
+}

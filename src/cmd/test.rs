@@ -1,0 +1,211 @@
+//! `pkc test FILE --in NAME=PATH... --expect NAME=PATH... [--rtol R]
+//! [--atol A]`: runs a kernel on the CPU reference and compares outputs
+//! with expected arrays as `numpy.testing.assert_allclose` does:
+//! `|actual - expected| <= atol + rtol * |expected|` elementwise, NaN equal
+//! to NaN, infinities equal only to themselves. Exit 1 on any mismatch.
+
+use super::common::{EXIT_ERRORS, EXIT_OK};
+use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
+use clap::Args as ClapArgs;
+use pk_runtime::cpu::npy;
+use std::path::PathBuf;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The .pk file, or a package directory built by `pkc build`.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// An input array: `--in x=x.npy`.
+    #[arg(long = "in", value_name = "NAME=PATH", value_parser = parse_named)]
+    pub inputs: Vec<(String, PathBuf)>,
+    /// An expected output: `--expect z=z_expected.npy`.
+    #[arg(long = "expect", value_name = "NAME=PATH", value_parser = parse_named, required = true)]
+    pub expect: Vec<(String, PathBuf)>,
+    /// Relative tolerance (numpy's default).
+    #[arg(long, default_value_t = 1e-7)]
+    pub rtol: f64,
+    /// Absolute tolerance (numpy's default).
+    #[arg(long, default_value_t = 0.0)]
+    pub atol: f64,
+    #[command(flatten)]
+    pub cpu: CpuArgs,
+}
+
+/// The comparison of one output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub mismatched: usize,
+    pub total: usize,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// Flat index of the worst violation (or of the largest error).
+    pub worst: Option<usize>,
+}
+
+/// Compares like `assert_allclose` (with `equal_nan=True`).
+pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Comparison {
+    let mut c = Comparison {
+        mismatched: 0,
+        total: actual.len(),
+        max_abs: 0.0,
+        max_rel: 0.0,
+        worst: None,
+    };
+    // The worst element: a mismatch before any match, then the largest
+    // difference.
+    let mut worst_key = (false, -1.0f64);
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let ok = if a.is_nan() || e.is_nan() {
+            a.is_nan() && e.is_nan()
+        } else if a.is_infinite() || e.is_infinite() {
+            a == e
+        } else {
+            (a - e).abs() <= atol + rtol * e.abs()
+        };
+        let diff = if (a.is_nan() && e.is_nan()) || a == e {
+            0.0
+        } else {
+            let d = (a - e).abs();
+            if d.is_nan() {
+                f64::INFINITY
+            } else {
+                d
+            }
+        };
+        c.max_abs = c.max_abs.max(diff);
+        if e != 0.0 && diff > 0.0 {
+            c.max_rel = c.max_rel.max(diff / e.abs());
+        }
+        if !ok {
+            c.mismatched += 1;
+        }
+        let key = (!ok, diff);
+        if key > worst_key {
+            worst_key = key;
+            c.worst = Some(i);
+        }
+    }
+    c
+}
+
+fn index_str(flat: usize, shape: &[u64]) -> String {
+    let mut idx = Vec::with_capacity(shape.len());
+    let mut r = flat as u64;
+    for &d in shape.iter().rev() {
+        idx.push(r % d.max(1));
+        r /= d.max(1);
+    }
+    idx.reverse();
+    format!(
+        "({})",
+        idx.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+pub fn run(a: Args) -> u8 {
+    let loaded = match cpu::load(&a.file, &a.cpu) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let k = &loaded.kernel;
+    let outs = match cpu::output_indices(k, &a.expect) {
+        Ok(o) => o,
+        Err(e) => return report_cpu(&e),
+    };
+    let mut expected = Vec::new();
+    for ((name, path), &oi) in a.expect.iter().zip(&outs) {
+        let arr = match npy::read(path) {
+            Ok(x) => x,
+            Err(e) => return report_cpu(&e),
+        };
+        let Some((i, info)) = k.outputs().nth(oi).map(|(i, o)| (i, o.clone())) else {
+            return EXIT_ERRORS;
+        };
+        if arr
+            .shape
+            .iter()
+            .map(|&d| d as u64)
+            .ne(info.shape.iter().copied())
+        {
+            return report_cpu(&pk_runtime::cpu::Error::ShapeMismatch {
+                operand: name.clone(),
+                expected: cpu::join(&info.shape),
+                found: arr
+                    .shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                path: path.display().to_string(),
+            });
+        }
+        expected.push(npy::values(&arr, k.dtype(i)));
+    }
+    let inputs = match cpu::read_inputs(k, &a.inputs) {
+        Ok(i) => i,
+        Err(e) => return report_cpu(&e),
+    };
+    let results = match k.run(inputs, &cpu::run_options(&a.cpu)) {
+        Ok(r) => r,
+        Err(e) => return report_cpu(&e),
+    };
+    let mut failed = false;
+    for (((name, _), &oi), want) in a.expect.iter().zip(&outs).zip(&expected) {
+        let got = results[oi].to_f64();
+        let shape: Vec<u64> = results[oi].shape.iter().map(|&d| d as u64).collect();
+        let c = compare(&got, want, a.rtol, a.atol);
+        let worst = c
+            .worst
+            .map(|w| {
+                format!(
+                    " worst at {}: got {}, expected {}",
+                    index_str(w, &shape),
+                    got[w],
+                    want[w]
+                )
+            })
+            .unwrap_or_default();
+        let verdict = if c.mismatched == 0 { "ok" } else { "MISMATCH" };
+        outln(&format!(
+            "{name}: {verdict}: {}/{} elements outside rtol={:?} atol={:?}; max abs error {:.3e}, max rel error {:.3e};{worst}",
+            c.mismatched, c.total, a.rtol, a.atol, c.max_abs, c.max_rel
+        ));
+        failed |= c.mismatched > 0;
+    }
+    if failed {
+        EXIT_ERRORS
+    } else {
+        EXIT_OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compares_like_numpy() {
+        let c = compare(
+            &[1.0, 2.0, f64::NAN, f64::INFINITY],
+            &[1.0, 2.0 + 1e-9, f64::NAN, f64::INFINITY],
+            1e-7,
+            0.0,
+        );
+        assert_eq!(c.mismatched, 0);
+        let c = compare(&[1.0, 2.5, 3.0], &[1.0, 2.0, f64::NAN], 0.1, 0.0);
+        assert_eq!(c.mismatched, 2);
+        assert_eq!(c.worst, Some(2));
+        assert_eq!(c.max_abs, f64::INFINITY);
+        let c = compare(&[0.0, 1.5], &[0.0, 1.0], 0.0, 0.6);
+        assert_eq!(c.mismatched, 0);
+        assert!((c.max_rel - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn index_of_flat_position() {
+        assert_eq!(index_str(7, &[2, 4]), "(1, 3)");
+    }
+}

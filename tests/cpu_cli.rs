@@ -1,0 +1,201 @@
+//! `pkc run`, `pkc test`, `pkc bench` and `pkc emit wat` end to end, with
+//! the numpy fixtures of tests/data/ (see tests/gen_expected.py).
+
+mod cpu_support;
+
+use cpu_support::root;
+use pk_lang::ir::DType;
+use pk_runtime::cpu::{npy, HostArray};
+use std::process::{Command, Output};
+
+fn pkc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pkc"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pkc runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+const ADD: [&str; 9] = [
+    "kernels/add.pk",
+    "-p",
+    "M=16",
+    "-p",
+    "N=256",
+    "-p",
+    "bm=8",
+    "-p",
+    "bn=128",
+];
+
+#[test]
+fn run_writes_outputs_atomically() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("z.npy");
+    let out_arg = format!("z={}", out.display());
+    let mut args = vec!["run"];
+    args.extend(ADD);
+    args.extend([
+        "--in",
+        "x=tests/data/add_16x256/x.npy",
+        "--in",
+        "y=tests/data/add_16x256/y.npy",
+        "--out",
+        &out_arg,
+    ]);
+    let o = pkc(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let got = npy::read(&out).expect("written");
+    let want = npy::read(&root().join("tests/data/add_16x256/z_expected.npy")).expect("fixture");
+    assert_eq!(got.data, want.data);
+    // Only the output itself is left in the directory (no temporary file).
+    assert_eq!(
+        std::fs::read_dir(dir.path())
+            .map(|d| d.count())
+            .unwrap_or(0),
+        1
+    );
+}
+
+#[test]
+fn test_compares_with_tolerances() {
+    let case = "tests/data/matmul_bf16_64x256x512";
+    let mut args = vec!["test", "kernels/matmul.pk"];
+    for p in [
+        "M=64", "N=256", "K=512", "bm=32", "bn=128", "bk=256", "T=bf16",
+    ] {
+        args.extend(["-p", p]);
+    }
+    let a = format!("a={case}/a.npy");
+    let b = format!("b={case}/b.npy");
+    let c = format!("c={case}/c_expected.npy");
+    let mut ok = args.clone();
+    ok.extend([
+        "--in", &a, "--in", &b, "--expect", &c, "--rtol", "1e-5", "--atol", "1e-4",
+    ]);
+    let o = pkc(&ok);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("c: ok"), "{}", text(&o));
+    // With no tolerance, f32 summation order shows: exit 1, with the error
+    // statistics and the worst index.
+    let mut exact = args.clone();
+    exact.extend([
+        "--in", &a, "--in", &b, "--expect", &c, "--rtol", "0", "--atol", "0",
+    ]);
+    let o = pkc(&exact);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("c: MISMATCH") && text(&o).contains("worst at ("));
+    let mut wrong = args;
+    let other = "c=tests/data/matmul_bf16_96x384x256_grid3x3x2/c_expected.npy".to_string();
+    wrong.extend(["--in", &a, "--in", &b, "--expect", &other]);
+    let o = pkc(&wrong);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("PK1004"), "{}", text(&o));
+}
+
+#[test]
+fn test_reports_a_mismatch() {
+    let mut args = vec!["test"];
+    args.extend(ADD);
+    args.extend([
+        "--in",
+        "x=tests/data/add_16x256/x.npy",
+        "--in",
+        "y=tests/data/add_16x256/x.npy",
+        "--expect",
+        "z=tests/data/add_16x256/z_expected.npy",
+    ]);
+    let o = pkc(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("MISMATCH") && t.contains("max abs error") && t.contains("worst at ("),
+        "{t}"
+    );
+}
+
+#[test]
+fn operand_errors_are_coded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A float64 file: numpy's default dtype.
+    let f64_path = dir.path().join("x64.npy");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let h = "{'descr': '<f8', 'fortran_order': False, 'shape': (16, 256), }";
+    bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(h.as_bytes());
+    bytes.extend(std::iter::repeat_n(0u8, 16 * 256 * 8));
+    std::fs::write(&f64_path, bytes).expect("written");
+    let small = dir.path().join("small.npy");
+    std::fs::write(
+        &small,
+        npy::to_bytes(&HostArray::zeros(DType::F32, &[8, 256])),
+    )
+    .expect("written");
+    let f64_arg = format!("x={}", f64_path.display());
+    let small_arg = format!("x={}", small.display());
+    let y = "y=tests/data/add_16x256/y.npy";
+    let cases: [(&[&str], &str, &str); 5] = [
+        (&["--in", &f64_arg, "--in", y], "PK1003", "operand `x`"),
+        (&["--in", &small_arg, "--in", y], "PK1004", "[16, 256]"),
+        (&["--in", y], "PK1005", "missing input `x`"),
+        (
+            &["--in", "w=tests/data/add_16x256/x.npy", "--in", y],
+            "PK1006",
+            "no input `w`",
+        ),
+        (&["--in", "x=kernels/add.pk", "--in", y], "PK1002", "add.pk"),
+    ];
+    for (extra, code, needle) in cases {
+        let mut args = vec!["run"];
+        args.extend(ADD);
+        args.extend(extra);
+        let o = pkc(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        assert!(t.contains(code) && t.contains(needle), "{code}: {t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+}
+
+#[test]
+fn violations_point_at_the_source_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    std::fs::write(&x, npy::to_bytes(&HostArray::zeros(DType::F32, &[16, 128]))).expect("written");
+    let arg = format!("x={}", x.display());
+    let o = pkc(&["run", "tests/cpu/strict/oob.pk", "--in", &arg]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("PK1010") && t.contains("oob.pk:9:"), "{t}");
+}
+
+#[test]
+fn emit_wat_and_bench_and_explain() {
+    let mut args = vec!["emit", "wat"];
+    args.extend(ADD);
+    let o = pkc(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.starts_with("(module") && t.contains("(export \"kernel\""),
+        "{t}"
+    );
+    let mut args = vec!["bench"];
+    args.extend(ADD);
+    args.extend(["--iters", "2"]);
+    let o = pkc(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("median"), "{}", text(&o));
+    let o = pkc(&["explain", "PK1013"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("non-consecutive-revisit"));
+}

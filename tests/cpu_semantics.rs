@@ -1,0 +1,141 @@
+//! Pallas grid semantics on the CPU reference, one small kernel each
+//! (tests/cpu/*.pk), with results derived by hand in the test.
+
+mod cpu_support;
+
+use cpu_support::{build, threads};
+use pk_lang::ir::DType;
+use pk_runtime::cpu::{DmaMode, HostArray, RunOptions};
+
+fn ints_f32(shape: &[usize], f: impl Fn(usize) -> f32) -> (Vec<f32>, HostArray) {
+    let n = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(f).collect();
+    let a = HostArray::from_f32(shape, &v);
+    (v, a)
+}
+
+/// Revisits of an output block over an `arbitrary` axis accumulate.
+#[test]
+fn revisit_accumulates_over_arbitrary_axis() {
+    let k = build("tests/cpu/revisit_accumulate.pk", &[]);
+    let (x, xa) = ints_f32(&[16, 512], |i| ((i * 7) % 11) as f32 - 5.0);
+    let s = k.run(vec![xa], &threads(2)).expect("runs")[0].to_f32();
+    for r in 0..16 {
+        let want: f32 = x[r * 512..(r + 1) * 512].iter().sum();
+        for c in 0..128 {
+            assert_eq!(s[r * 128 + c], want, "row {r}");
+        }
+    }
+}
+
+/// Scratch keeps its contents from one grid step to the next.
+#[test]
+fn scratch_persists_across_steps() {
+    let k = build("tests/cpu/scratch_persist.pk", &[]);
+    let (x, xa) = ints_f32(&[32, 128], |i| (i % 13) as f32);
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for i in 0..8 * 128 {
+        let mut acc = 0.0;
+        for blk in 0..4 {
+            acc += x[blk * 1024 + i];
+            assert_eq!(y[blk * 1024 + i], acc, "block {blk} element {i}");
+        }
+    }
+}
+
+/// A scalar-prefetch operand chooses the input block of each step.
+#[test]
+fn scalar_prefetch_drives_the_index_map() {
+    let k = build("tests/cpu/prefetch_gather.pk", &[]);
+    let ids = [5i64, 0, 7, 5];
+    let (table, ta) = ints_f32(&[64, 128], |i| i as f32);
+    let inputs = vec![HostArray::from_ints(DType::I32, &[4], &ids), ta];
+    let y = k.run(inputs, &threads(1)).expect("runs")[0].to_f32();
+    for (g, &id) in ids.iter().enumerate() {
+        for e in 0..8 * 128 {
+            let want = table[id as usize * 1024 + e] * id as f32;
+            assert_eq!(y[g * 1024 + e], want, "step {g}");
+        }
+    }
+}
+
+/// Async copies from and to ANY (HBM) with DMA semaphores; the result is
+/// the same whether copies complete at start or at wait.
+#[test]
+fn async_copies_with_semaphores() {
+    let k = build("tests/cpu/dma_double_buffer.pk", &[]);
+    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 1000) as f32 * 0.5);
+    let mut results = Vec::new();
+    for dma in [DmaMode::AtStart, DmaMode::AtWait] {
+        let opts = RunOptions {
+            dma,
+            ..RunOptions::default()
+        };
+        let y = k.run(vec![xa.clone()], &opts).expect("runs").remove(0);
+        for (i, v) in y.to_f32().iter().enumerate() {
+            assert_eq!(*v, 2.0 * x[i], "{dma:?} element {i}");
+        }
+        results.push(y.data);
+    }
+    assert_eq!(results[0], results[1]);
+}
+
+/// Parallel units on 1 and 2 threads give identical bits.
+#[test]
+fn parallel_units_bit_identical_across_threads() {
+    let k = build("tests/cpu/parallel_scratch.pk", &[]);
+    let (_, xa) = ints_f32(&[64, 512], |i| ((i * 31) % 97) as f32 / 97.0 - 0.5);
+    let one = k.run(vec![xa.clone()], &threads(1)).expect("runs");
+    let two = k.run(vec![xa.clone()], &threads(2)).expect("runs");
+    let eight = k.run(vec![xa], &threads(8)).expect("runs");
+    assert_eq!(one[0].data, two[0].data);
+    assert_eq!(one[0].data, eight[0].data);
+    assert!(one[0].to_f32().iter().all(|v| v.is_finite()));
+    let bf = build(
+        "kernels/matmul.pk",
+        &[
+            ("M", "64"),
+            ("N", "256"),
+            ("K", "256"),
+            ("bm", "16"),
+            ("bn", "128"),
+            ("bk", "128"),
+        ],
+    );
+    let a = HostArray::bf16_from_f32(
+        &[64, 256],
+        &(0..64 * 256)
+            .map(|i| (i % 17) as f32 / 17.0)
+            .collect::<Vec<_>>(),
+    );
+    let b = HostArray::bf16_from_f32(
+        &[256, 256],
+        &(0..256 * 256)
+            .map(|i| (i % 19) as f32 / 19.0 - 0.5)
+            .collect::<Vec<_>>(),
+    );
+    let r1 = bf
+        .run(vec![a.clone(), b.clone()], &threads(1))
+        .expect("runs");
+    let r2 = bf.run(vec![a, b], &threads(2)).expect("runs");
+    assert_eq!(r1[0].data, r2[0].data);
+}
+
+/// `while` with a carried scalar and `for` with a carried tile.
+#[test]
+fn loops_carry_values() {
+    let k = build("tests/cpu/loops.pk", &[]);
+    let x: Vec<i64> = (0..1024).map(|i| i * 3 - 500).collect();
+    let y = k
+        .run(
+            vec![HostArray::from_ints(DType::I32, &[8, 128], &x)],
+            &threads(1),
+        )
+        .expect("runs")[0]
+        .to_f64();
+    // The last step (g = 3): k goes 3, 7, 15, 31, 63, 127; t = 0, 4, ..., 124.
+    let t = (0..127).step_by(4).fold(0i64, |a, t| a ^ t);
+    for (i, v) in y.iter().enumerate() {
+        assert_eq!(*v as i64, x[i] ^ t, "element {i}");
+    }
+}

@@ -1,0 +1,83 @@
+//! Helpers of the CPU reference tests: compiling a `.pk` kernel with
+//! parameters, reading arrays, comparing like numpy's `assert_allclose`.
+
+#![allow(dead_code)]
+
+use pk_runtime::cpu::{CpuKernel, Error, HostArray, RunOptions};
+use std::path::{Path, PathBuf};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Compiles the (only or named) kernel of a file for the CPU reference.
+pub fn try_build(
+    file: &Path,
+    params: &[(&str, &str)],
+    check_uninit: bool,
+) -> Result<CpuKernel, Error> {
+    let opts = pk_lang::Options {
+        params: params
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        specialise: true,
+        ..Default::default()
+    };
+    let m = pk_lang::compile_file(file, &opts)
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+    let w = pk_lowering::wasm::lower(
+        &m.kernels[0],
+        &m.sources,
+        &pk_lowering::wasm::Options {
+            check_uninit,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| Error::from_lowering(&e, &m.sources))?;
+    CpuKernel::from_lowered(&w, false)
+}
+
+pub fn build(file: &str, params: &[(&str, &str)]) -> CpuKernel {
+    try_build(&root().join(file), params, false).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn threads(n: usize) -> RunOptions {
+    RunOptions {
+        threads: n,
+        ..RunOptions::default()
+    }
+}
+
+pub fn read(k: &CpuKernel, name: &str, path: &Path) -> HostArray {
+    let (i, _) = k
+        .inputs()
+        .find(|(_, o)| o.name == name)
+        .unwrap_or_else(|| panic!("no input {name}"));
+    k.read_input(i, path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Asserts `|a - e| <= atol + rtol |e|` elementwise (NaN equals NaN).
+pub fn assert_close(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut bad = 0;
+    let mut worst = (0.0f64, 0usize);
+    for (i, (&a, &e)) in got.iter().zip(want).enumerate() {
+        let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
+        if !ok {
+            bad += 1;
+            let d = (a - e).abs();
+            if d.is_nan() || d > worst.0 {
+                worst = (d, i);
+            }
+        }
+    }
+    assert!(
+        bad == 0,
+        "{what}: {bad}/{} elements differ; worst at {}: got {}, expected {}",
+        got.len(),
+        worst.1,
+        got[worst.1],
+        want[worst.1]
+    );
+}
