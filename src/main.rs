@@ -16,20 +16,42 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build kernel packages (StableHLO, Mosaic, CPU reference, and with
+    /// --aot executables for each TPU generation).
+    Build(cmd::build::Args),
     /// Check .pk files for errors (syntax, types, TPU rules).
     Check(cmd::check::Args),
     /// Print an intermediate form of a kernel.
     Emit(cmd::emit::Args),
     /// Explain a diagnostic code, e.g. `pkc explain PK0301`.
     Explain(cmd::explain::Args),
+    /// Run a kernel on the CPU reference: inputs and outputs as .npy files.
+    Run(cmd::run::Args),
+    /// Run a kernel on the CPU reference and compare its outputs with
+    /// expected .npy files.
+    Test(cmd::test::Args),
+    /// Time a kernel on the CPU reference with random inputs.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` ends when the reader goes away, quietly, as
+    // for other Unix tools (Rust ignores SIGPIPE, so writes would panic).
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of one signal before any thread
+    // starts; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match cli.command {
+        Command::Build(a) => cmd::build::run(a),
         Command::Check(a) => cmd::check::run(a),
         Command::Emit(a) => cmd::emit::run(a),
         Command::Explain(a) => cmd::explain::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Test(a) => cmd::test::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     ExitCode::from(code)
 }

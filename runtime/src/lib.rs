@@ -1,3 +1,5 @@
 //! pk runtime: runs and compiles kernels built by `pkc`.
 
+pub mod cpu;
+pub mod package;
 pub mod pjrt;

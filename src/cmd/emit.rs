@@ -1,8 +1,11 @@
-//! `pkc emit FORM FILE`: print tokens, the AST or the Tile IR.
+//! `pkc emit FORM FILE`: print tokens, the AST, the Tile IR, the Mosaic
+//! module or the StableHLO module.
 
 use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_OK};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::span::SourceMap;
+use pk_runtime::package::build;
+use pk_runtime::pjrt::TpuTarget;
 use std::path::PathBuf;
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +16,13 @@ pub enum Form {
     Ast,
     /// The typed, specialised Tile IR.
     Ir,
+    /// The Mosaic module of each kernel, in MLIR's readable form.
+    Mosaic,
+    /// The StableHLO module of each kernel (its `tpu_custom_call` carries
+    /// the serialized stable Mosaic), exactly as `pkc build` packages it.
+    Stablehlo,
+    /// The CPU reference's WebAssembly module of each kernel, as text.
+    Wat,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -73,5 +83,70 @@ pub fn run(a: Args) -> u8 {
                 EXIT_ERRORS
             }
         },
+        Form::Mosaic => emit_mosaic(&a),
+        Form::Stablehlo => emit_stablehlo(&a),
+        Form::Wat => super::cpu::emit_wat(&a.file, &a.kernel),
+    }
+}
+
+fn emit_mosaic(a: &Args) -> u8 {
+    let module = match pk_lang::compile_file(&a.file, &a.kernel.options(true)) {
+        Ok(m) => m,
+        Err(f) => return report(&f).max(EXIT_ERRORS),
+    };
+    let opts = pk_lowering::mosaic::Options::default();
+    let mut texts = Vec::new();
+    for k in &module.kernels {
+        match pk_lowering::mosaic::lower(&module, k, &opts) {
+            Ok(m) => texts.push((k.name.clone(), m.pretty)),
+            Err(e) => {
+                let d = build::mosaic_diagnostic(&e, k, &module.sources);
+                return report(&pk_lang::Failure {
+                    diags: vec![*d],
+                    sources: module.sources.clone(),
+                });
+            }
+        }
+    }
+    print_modules(&texts);
+    EXIT_OK
+}
+
+fn emit_stablehlo(a: &Args) -> u8 {
+    let Some(target) = TpuTarget::all()
+        .iter()
+        .copied()
+        .find(|&t| build::lang_target(t) == a.kernel.target)
+    else {
+        return EXIT_ERRORS;
+    };
+    let opts = build::BuildOptions {
+        targets: vec![target],
+        params: a.kernel.params.clone(),
+        kernel: a.kernel.kernel.clone(),
+        cpu_reference: false,
+    };
+    match build::build_file(&a.file, &opts) {
+        Ok(b) => {
+            let texts: Vec<(String, String)> = b
+                .kernels
+                .into_iter()
+                .map(|k| (k.kernel.name, k.package.stablehlo))
+                .collect();
+            print_modules(&texts);
+            EXIT_OK
+        }
+        Err(f) => report(&f).max(EXIT_ERRORS),
+    }
+}
+
+/// Prints one module per kernel; several are separated by a comment line
+/// naming the kernel.
+fn print_modules(texts: &[(String, String)]) {
+    for (name, text) in texts {
+        if texts.len() > 1 {
+            println!("// kernel {name}");
+        }
+        print!("{text}");
     }
 }

@@ -16,7 +16,12 @@ pub struct Args {
 
 /// Every explanation pk knows, across its crates.
 pub fn all() -> Vec<&'static Explanation> {
-    pk_lang::diag::codes::ALL.to_vec()
+    let mut all = pk_lang::diag::codes::ALL.to_vec();
+    all.extend(pk_runtime::cpu::EXPLANATIONS.iter());
+    all.extend(pk_runtime::pjrt::EXPLANATIONS.iter());
+    all.extend(pk_lowering::mosaic::EXPLANATIONS.iter());
+    all.extend(pk_runtime::package::EXPLANATIONS.iter());
+    all
 }
 
 pub fn run(a: Args) -> u8 {
@@ -28,11 +33,14 @@ pub fn run(a: Args) -> u8 {
         return EXIT_OK;
     }
     let code = a.code.unwrap_or_default().trim().to_ascii_uppercase();
-    let code = if code.starts_with("PK") {
-        code
-    } else {
-        format!("PK{code}")
-    };
+    let digits = code.strip_prefix("PK").unwrap_or(&code);
+    // `301`, `0301` and `PK301` all name PK0301.
+    let code =
+        if !digits.is_empty() && digits.len() <= 4 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            format!("PK{digits:0>4}")
+        } else {
+            code.clone()
+        };
     match table.iter().find(|e| e.code == code) {
         Some(e) => {
             print!("{}", e.render());

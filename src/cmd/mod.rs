@@ -2,7 +2,12 @@
 //! `run(Args) -> u8` returning the process exit code: 0 success, 1 errors
 //! in the input, 2 usage errors.
 
+pub mod bench;
+pub mod build;
 pub mod check;
 pub mod common;
+pub mod cpu;
 pub mod emit;
 pub mod explain;
+pub mod run;
+pub mod test;

@@ -1,0 +1,110 @@
+//! What an ahead-of-time compile leaves in a package: libtpu's serialized
+//! executable (`aot/<target>.pjrt`) and the compiler's report on it
+//! (`aot/<target>.json`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::pjrt::{CompiledKernel, MemoryStats, TpuTarget, LIBTPU_VERSION};
+
+/// The compile report of one target, stored as `aot/<target>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AotReport {
+    pub target: String,
+    /// The libtpu topology compiled against, e.g. `v5e:2x2`.
+    pub topology: String,
+    /// The libtpu version that compiled it.
+    pub libtpu: String,
+    /// Size of the generated TPU machine code.
+    pub generated_code_bytes: u64,
+    /// Size of the serialized executable (`aot/<target>.pjrt`).
+    pub executable_bytes: u64,
+    /// Wall time of the compile itself, in milliseconds.
+    pub compile_ms: f64,
+    /// The compiler's memory accounting, when libtpu provides it.
+    pub memory: Option<MemoryReport>,
+    /// The compiler's cost analysis: numeric properties by name (for
+    /// example `bytes accessed0{}` for operand 0, or `flops`).
+    pub cost_analysis: BTreeMap<String, f64>,
+}
+
+/// [`MemoryStats`] as stored in a report. Device figures are HBM bytes per
+/// device; `host_*` are host memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    pub generated_code_bytes: u64,
+    pub argument_bytes: u64,
+    pub output_bytes: u64,
+    pub alias_bytes: u64,
+    pub temp_bytes: u64,
+    pub host_generated_code_bytes: u64,
+    pub host_argument_bytes: u64,
+    pub host_output_bytes: u64,
+    pub host_alias_bytes: u64,
+    pub host_temp_bytes: u64,
+    pub peak_memory_bytes: u64,
+}
+
+impl From<MemoryStats> for MemoryReport {
+    fn from(m: MemoryStats) -> Self {
+        MemoryReport {
+            generated_code_bytes: m.generated_code_bytes,
+            argument_bytes: m.argument_bytes,
+            output_bytes: m.output_bytes,
+            alias_bytes: m.alias_bytes,
+            temp_bytes: m.temp_bytes,
+            host_generated_code_bytes: m.host_generated_code_bytes,
+            host_argument_bytes: m.host_argument_bytes,
+            host_output_bytes: m.host_output_bytes,
+            host_alias_bytes: m.host_alias_bytes,
+            host_temp_bytes: m.host_temp_bytes,
+            peak_memory_bytes: m.peak_memory_bytes,
+        }
+    }
+}
+
+/// One target's executable with its report, ready to be written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AotArtifact {
+    pub target: TpuTarget,
+    pub executable: Vec<u8>,
+    pub report: AotReport,
+}
+
+impl AotArtifact {
+    /// Takes what libtpu produced for one target.
+    pub fn from_compiled(c: CompiledKernel) -> AotArtifact {
+        let report = AotReport {
+            target: c.target.name().to_string(),
+            topology: c.target.topology_name().to_string(),
+            libtpu: LIBTPU_VERSION.to_string(),
+            generated_code_bytes: c.generated_code_bytes,
+            executable_bytes: c.serialized_executable.len() as u64,
+            compile_ms: c.compile_time.as_secs_f64() * 1e3,
+            memory: c.memory_stats.map(MemoryReport::from),
+            // JSON has no NaN or infinity; such a property carries no
+            // information a reader could use, so it is left out.
+            cost_analysis: c
+                .cost_analysis
+                .into_iter()
+                .filter(|(_, v)| v.is_finite())
+                .collect(),
+        };
+        AotArtifact {
+            target: c.target,
+            executable: c.serialized_executable,
+            report,
+        }
+    }
+
+    /// The executable's path inside a package.
+    pub fn executable_path(target: TpuTarget) -> String {
+        format!("aot/{}.pjrt", target.name())
+    }
+
+    /// The report's path inside a package.
+    pub fn report_path(target: TpuTarget) -> String {
+        format!("aot/{}.json", target.name())
+    }
+}

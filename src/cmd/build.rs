@@ -1,0 +1,305 @@
+//! `pkc build FILE... [--kernel NAME] [-p NAME=VALUE]... [--target T,...|all]
+//! [--aot] [-o DIR]`: one kernel package per kernel specialisation.
+//!
+//! Each package goes to `DIR/<kernel>[-<param><value>...]` (see
+//! `BuiltKernel::dir_name`) and is written atomically. With `--aot` every
+//! target is compiled by libtpu first, and a kernel any target rejects gets
+//! no new package (an older one stays as it was). `--table` prints a
+//! Markdown table of generated code size per kernel and target, the one in
+//! the README.
+
+use super::common::{parse_param, report, style, EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
+use clap::Args as ClapArgs;
+use pk_lang::diag::RenderStyle;
+use pk_lang::Failure;
+use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
+use pk_runtime::pjrt::{PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The .pk files to build.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Build only this kernel of each file.
+    #[arg(long, short = 'k', value_name = "NAME")]
+    pub kernel: Option<String>,
+    /// Set a kernel parameter: `-p M=1024`, `-p T=bf16`. Repeatable; applies
+    /// to every kernel built.
+    #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+    /// TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x), or `all`.
+    #[arg(long, short = 't', value_name = "T,...|all", default_value = "v5e", value_parser = parse_targets)]
+    pub target: Targets,
+    /// Compile ahead of time with libtpu for every target and store the
+    /// executables and compile reports in the package.
+    #[arg(long)]
+    pub aot: bool,
+    /// The directory that receives the packages.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "build")]
+    pub out: PathBuf,
+    /// Print a Markdown table of generated TPU code bytes per kernel and
+    /// target on stdout (the summaries go to stderr).
+    #[arg(long, requires = "aot")]
+    pub table: bool,
+    /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
+    #[arg(long, value_name = "PATH")]
+    pub libtpu: Option<PathBuf>,
+    /// Print libtpu's complete message when it rejects a kernel.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+/// The `--target` list, without repeats, in the order given.
+#[derive(Debug, Clone)]
+pub struct Targets(pub Vec<TpuTarget>);
+
+pub fn parse_targets(s: &str) -> Result<Targets, String> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(Targets(TpuTarget::all().to_vec()));
+    }
+    let mut out: Vec<TpuTarget> = Vec::new();
+    for name in s.split(',') {
+        let t: TpuTarget = name.parse().map_err(|e: PjrtError| e.to_string())?;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(Targets(out))
+}
+
+/// One line of the code-size table.
+struct Row {
+    name: String,
+    code_bytes: BTreeMap<TpuTarget, u64>,
+}
+
+pub fn run(a: Args) -> u8 {
+    let plugin = if a.aot {
+        match Plugin::load(a.libtpu.as_deref()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                print_diagnostic(&e);
+                return EXIT_ERRORS;
+            }
+        }
+    } else {
+        if a.libtpu.is_some() {
+            eprintln!("error: --libtpu needs --aot");
+            return EXIT_USAGE;
+        }
+        None
+    };
+    let opts = BuildOptions {
+        targets: a.target.0.clone(),
+        params: a.params.clone(),
+        kernel: a.kernel.clone(),
+        cpu_reference: true,
+    };
+    let mut status = EXIT_OK;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut written: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in &a.files {
+        let built = match build::build_file(file, &opts) {
+            Ok(b) => b,
+            Err(f) => {
+                report(&f);
+                status = EXIT_ERRORS;
+                continue;
+            }
+        };
+        if !built.warnings.is_empty() {
+            let warnings = Failure {
+                diags: built.warnings.clone(),
+                sources: built.sources.clone(),
+            };
+            eprint!("{}", warnings.render(style()));
+        }
+        for mut k in built.kernels {
+            if let Some(other) = written.get(&k.dir_name) {
+                eprintln!(
+                    "error: `{}` and `{}` both produce the package `{}`; build them with different -o directories",
+                    other.display(),
+                    file.display(),
+                    k.dir_name
+                );
+                status = EXIT_ERRORS;
+                continue;
+            }
+            let mut row = Row {
+                name: k.dir_name.clone(),
+                code_bytes: BTreeMap::new(),
+            };
+            if let Some(plugin) = plugin {
+                if !compile_targets(plugin, &mut k, &built.sources, &a, &mut row) {
+                    status = EXIT_ERRORS;
+                    continue;
+                }
+            }
+            let dest = a.out.join(&k.dir_name);
+            match k.package.write(&dest) {
+                Ok(p) => {
+                    written.insert(k.dir_name.clone(), file.clone());
+                    summary(&a, &format!("wrote {}", describe(&p, &dest)));
+                    rows.push(row);
+                }
+                Err(e) => {
+                    print_diagnostic(&e);
+                    status = EXIT_ERRORS;
+                }
+            }
+        }
+    }
+    if a.table {
+        print!("{}", table(&rows, &a.target.0));
+    }
+    status
+}
+
+/// Compiles `k` for every target, recording the artifacts in its package
+/// and the code sizes in `row`; prints one line per target, or the
+/// diagnostics of those that fail. Returns whether all succeeded.
+fn compile_targets(
+    plugin: &'static Plugin,
+    k: &mut BuiltKernel,
+    sources: &pk_lang::span::SourceMap,
+    a: &Args,
+    row: &mut Row,
+) -> bool {
+    let mut ok = true;
+    for &target in &a.target.0 {
+        match build::compile_aot(plugin, k, target) {
+            Ok(art) => {
+                summary(
+                    a,
+                    &format!(
+                        "{:<24} {:<6} {:>9} bytes of TPU code, compiled in {:.0} ms",
+                        k.dir_name,
+                        target.name(),
+                        art.report.generated_code_bytes,
+                        art.report.compile_ms
+                    ),
+                );
+                row.code_bytes
+                    .insert(target, art.report.generated_code_bytes);
+                k.package.aot.push(art);
+            }
+            Err(e) => {
+                ok = false;
+                match build::libtpu_diagnostic(&e, &k.kernel, sources) {
+                    Some(d) => {
+                        eprint!("{}", pk_lang::diag::render(&d, sources, style()));
+                        if a.verbose {
+                            if let PjrtError::Compile { message, .. } = &e {
+                                eprintln!("libtpu's message:\n{message}");
+                            }
+                        }
+                    }
+                    None => print_diagnostic(&e),
+                }
+            }
+        }
+    }
+    ok
+}
+
+/// A summary line: stdout, or stderr when stdout carries the table.
+fn summary(a: &Args, line: &str) {
+    if a.table {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+fn describe(p: &pk_runtime::package::Package, dest: &Path) -> String {
+    let m = p.manifest();
+    let cpu = if m.cpu_reference.is_some() {
+        ", CPU reference"
+    } else {
+        ""
+    };
+    let aot = if m.aot.is_empty() {
+        String::new()
+    } else {
+        format!(", AOT {}", m.aot.len())
+    };
+    format!(
+        "{} (kernel `{}` for {}{cpu}{aot})",
+        dest.display(),
+        m.kernel,
+        m.targets.join(", "),
+    )
+}
+
+/// The Markdown table of generated code bytes, one row per package.
+fn table(rows: &[Row], targets: &[TpuTarget]) -> String {
+    let mut out = format!("Generated TPU code in bytes (libtpu {LIBTPU_VERSION}).\n\n| kernel |");
+    for t in targets {
+        out.push_str(&format!(" {t} |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(targets.len()));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("| {} |", r.name));
+        for t in targets {
+            let cell = r.code_bytes.get(t).map_or("-".to_string(), |&b| grouped(b));
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `84480` as `84,480`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Prints an error that is not about a source span (libtpu missing, a
+/// package that cannot be written) with miette's report layout.
+fn print_diagnostic(e: &dyn miette::Diagnostic) {
+    let theme = match style() {
+        RenderStyle::Color => miette::GraphicalTheme::unicode(),
+        RenderStyle::Plain => miette::GraphicalTheme::unicode_nocolor(),
+    };
+    let mut out = String::new();
+    let handler = miette::GraphicalReportHandler::new_themed(theme);
+    if handler.render_report(&mut out, e).is_err() {
+        out = format!("error: {e}\n");
+    }
+    eprint!("{out}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_as_lists_or_all() {
+        assert_eq!(parse_targets("all").map(|t| t.0.len()), Ok(5));
+        assert_eq!(
+            parse_targets("v5e,v4,v5e").map(|t| t.0),
+            Ok(vec![TpuTarget::V5e, TpuTarget::V4])
+        );
+        assert!(parse_targets("v5e,v7x").is_err());
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(84480), "84,480");
+        assert_eq!(grouped(1234567), "1,234,567");
+    }
+}

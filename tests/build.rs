@@ -1,0 +1,246 @@
+//! `pkc build` and `pkc emit mosaic|stablehlo`: packages on disk, exit
+//! codes, atomic replacement, and ahead-of-time compiles for every target.
+//!
+//! The AOT test needs libtpu (`bash .ci/setup-libtpu`); without it, it prints
+//! a notice and passes, unless `CI=true`, where a missing libtpu fails it.
+
+mod common;
+
+use common::root;
+use pk_runtime::package::Package;
+use pk_runtime::pjrt::{locate_libtpu, TpuTarget};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn pkc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pkc"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env("TPU_SKIP_MDS_QUERY", "1")
+        .env_remove("PK_LIBTPU")
+        .output()
+        .expect("pkc runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("pkc exits with a code")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!("pk-build-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("create a temp dir");
+        TempDir(p)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("temp paths are UTF-8")
+    }
+
+    /// Entry names, sorted: what a build left behind.
+    fn entries(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("list")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn build_writes_one_package_per_kernel() {
+    let out = TempDir::new("plain");
+    let o = pkc(&[
+        "build",
+        "kernels/add.pk",
+        "kernels/softmax.pk",
+        "-o",
+        out.arg(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(out.entries(), ["add", "softmax"]);
+    assert!(
+        stdout(&o).contains("kernel `add` for v5e, CPU reference"),
+        "{}",
+        stdout(&o)
+    );
+    for name in ["add", "softmax"] {
+        let p = Package::open(out.path().join(name)).expect("the package opens");
+        assert_eq!(p.manifest().kernel, name);
+        assert!(p.manifest().aot.is_empty());
+        assert!(p.cpu_reference().is_some(), "{name} has a CPU reference");
+    }
+}
+
+#[test]
+fn parameters_name_the_package_and_reach_the_module() {
+    let out = TempDir::new("params");
+    let o = pkc(&["build", "kernels/add.pk", "-p", "M=2048", "-o", out.arg()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let p = Package::open(out.path().join("add-M2048")).expect("the package opens");
+    assert!(p.stablehlo().contains("tensor<2048x1024xf32>"));
+}
+
+#[test]
+fn a_failed_build_leaves_the_old_package_as_it_was() {
+    let out = TempDir::new("keep");
+    assert_eq!(code(&pkc(&["build", "kernels/add.pk", "-o", out.arg()])), 0);
+    let manifest = std::fs::read(out.path().join("add/manifest.json")).expect("manifest");
+
+    // libtpu cannot be loaded: nothing is written.
+    let o = pkc(&[
+        "build",
+        "kernels/add.pk",
+        "--aot",
+        "--libtpu",
+        "/nonexistent/libtpu.so",
+        "-o",
+        out.arg(),
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("PK2001"), "{}", stderr(&o));
+
+    // The same kernel name from a source with an error.
+    let src = TempDir::new("src");
+    let bad = src.path().join("add.pk");
+    let text = std::fs::read_to_string(root().join("kernels/add.pk")).expect("read add.pk");
+    std::fs::write(&bad, text.replace("x[..] + y[..]", "x[..] + w[..]")).expect("write");
+    let o = pkc(&["build", bad.to_str().expect("UTF-8"), "-o", out.arg()]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("unknown name `w`"), "{}", stderr(&o));
+
+    assert_eq!(out.entries(), ["add"], "no temporary directory is left");
+    assert_eq!(
+        std::fs::read(out.path().join("add/manifest.json")).expect("manifest"),
+        manifest
+    );
+    Package::open(out.path().join("add")).expect("the old package still opens");
+}
+
+#[test]
+fn a_directory_that_is_not_a_package_is_not_replaced() {
+    let out = TempDir::new("foreign");
+    std::fs::create_dir_all(out.path().join("add")).expect("mkdir");
+    std::fs::write(out.path().join("add/notes.txt"), "mine").expect("write");
+    let o = pkc(&["build", "kernels/add.pk", "-o", out.arg()]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("PK3010"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("add/notes.txt")).expect("kept"),
+        "mine"
+    );
+    assert_eq!(out.entries(), ["add"]);
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    for args in [
+        &["build", "kernels/add.pk", "--target", "v7x"][..],
+        &["build", "kernels/add.pk", "--table"],
+        &["build"],
+    ] {
+        let o = pkc(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn emit_prints_the_mosaic_and_stablehlo_modules() {
+    let o = pkc(&["emit", "mosaic", "kernels/add.pk"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("func.func @add("), "{}", stdout(&o));
+    assert!(stdout(&o).contains("tpu.vector_store"), "{}", stdout(&o));
+
+    let o = pkc(&["emit", "stablehlo", "kernels/matmul.pk", "-t", "v6e"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("stablehlo.custom_call @tpu_custom_call"),
+        "{text}"
+    );
+    // v6e's whole VMEM as the scoped limit (see `package::build::vmem_limit`).
+    assert!(text.contains("\\22size\\22: 134217728"), "{text}");
+
+    let o = pkc(&["emit", "stablehlo", "kernels/add.pk", "-p", "bm=100"]);
+    assert_eq!(code(&o), 1, "a kernel with errors: {}", stderr(&o));
+}
+
+#[test]
+fn aot_compiles_add_for_every_target() {
+    if locate_libtpu(None).is_err() && std::env::var("CI").as_deref() != Ok("true") {
+        eprintln!(
+            "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
+        );
+        return;
+    }
+    let out = TempDir::new("aot");
+    let o = pkc(&[
+        "build",
+        "kernels/add.pk",
+        "--target",
+        "all",
+        "--aot",
+        "--table",
+        "-o",
+        out.arg(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    for t in TpuTarget::all() {
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["add", t.name()]))
+            .unwrap_or_else(|| panic!("no summary for {t}:\n{err}"));
+        assert!(line.contains("bytes of TPU code, compiled in"), "{line}");
+    }
+    let table = stdout(&o);
+    assert!(
+        table.contains("| kernel | v4 | v5e | v5p | v6e | tpu7x |"),
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| add |"))
+        .unwrap_or_else(|| panic!("no row for add:\n{table}"));
+    assert!(!row.contains(" - "), "every target has a size: {row}");
+
+    let p = Package::open(out.path().join("add")).expect("the package opens");
+    assert_eq!(p.aot_targets(), TpuTarget::all());
+    for &t in TpuTarget::all() {
+        let report = p.aot_report(t).expect("a report");
+        assert!(report.generated_code_bytes > 0);
+        assert!(
+            row.contains(&format!("{:03} |", report.generated_code_bytes % 1000)),
+            "{row}"
+        );
+        assert!(!p.executable(t).expect("an executable").is_empty());
+    }
+}
