@@ -103,7 +103,13 @@ impl Walker<'_> {
 
     fn type_expr(&mut self, t: &ast::TypeExpr) {
         let n = &t.dtype.name;
-        if !self.local(n) && DType::from_name(n).is_none() {
+        // A module constant may hold a dtype (`const D = bf16;`); the
+        // checker verifies that it does.
+        let is_const = matches!(
+            self.p.lookup(self.m, std::slice::from_ref(&t.dtype)),
+            Some(ItemRef::Const(..))
+        );
+        if !self.local(n) && !is_const && DType::from_name(n).is_none() {
             let d = if matches!(n.as_str(), "f64" | "i64" | "u64") {
                 Diag::new(
                     &codes::WIDE_TYPE,

@@ -91,3 +91,35 @@ module attributes {stable_mosaic.version = 11 : i64} {
     "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/control_flow.pk":16:1)
   }) {function_type = (i32) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("tests/in/control_flow.pk":16:1)
 }
+// kernel half_round_trip
+module attributes {stable_mosaic.version = 11 : i64} {
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<16x128xf32, #tpu.memory_space<vmem>>, %arg2: memref<16x128xf32, #tpu.memory_space<vmem>>, %arg3: memref<16x128xbf16, #tpu.memory_space<vmem>>, %arg4: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":49:22)
+    %1 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":49:22)
+    %2 = "stable_mosaic.vector.load"(%arg1, %0, %1) : (memref<16x128xf32, #tpu.memory_space<vmem>>, index, index) -> vector<16x128xf32> loc("tests/in/control_flow.pk":49:22)
+    %3 = "stable_mosaic.arith.truncf"(%2) : (vector<16x128xf32>) -> vector<16x128xbf16> loc("tests/in/control_flow.pk":49:22)
+    %4 = "stable_mosaic.arith.addf"(%3, %3) {fastmath = #arith.fastmath<none>} : (vector<16x128xbf16>, vector<16x128xbf16>) -> vector<16x128xbf16> loc("tests/in/control_flow.pk":40:5)
+    %5 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":49:5)
+    %6 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":49:5)
+    "stable_mosaic.tpu.vector_store"(%4, %arg3, %5, %6) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<16x128xbf16>, memref<16x128xbf16, #tpu.memory_space<vmem>>, index, index) -> () loc("tests/in/control_flow.pk":49:5)
+    %7 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":50:13)
+    %8 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":50:13)
+    %9 = "stable_mosaic.vector.load"(%arg3, %7, %8) : (memref<16x128xbf16, #tpu.memory_space<vmem>>, index, index) -> vector<16x128xbf16> loc("tests/in/control_flow.pk":50:13)
+    %10 = "stable_mosaic.arith.extf"(%9) : (vector<16x128xbf16>) -> vector<16x128xf32> loc("tests/in/control_flow.pk":50:13)
+    %11 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":50:5)
+    %12 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/control_flow.pk":50:5)
+    "stable_mosaic.tpu.vector_store"(%10, %arg2, %11, %12) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<16x128xf32>, memref<16x128xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("tests/in/control_flow.pk":50:5)
+    "stable_mosaic.func.return"() : () -> () loc("tests/in/control_flow.pk":43:1)
+  }) {dimension_semantics = [#tpu.dimension_semantics<parallel>], function_type = (i32, memref<16x128xf32, #tpu.memory_space<vmem>>, memref<16x128xf32, #tpu.memory_space<vmem>>, memref<16x128xbf16, #tpu.memory_space<vmem>>, memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>) -> (), iteration_bounds = array<i64: 2>, scalar_prefetch = 0 : i64, scratch_operands = 2 : i64, sym_name = "half_round_trip", tpu.core_type = #tpu.core_type<tc>, window_params = [{transform_indices = @transform_0, window_bounds = array<i64: 16, 128>}, {transform_indices = @transform_1, window_bounds = array<i64: 16, 128>}]} : () -> () loc("tests/in/control_flow.pk":43:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/control_flow.pk":44:43)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/control_flow.pk":43:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_0"} : () -> () loc("tests/in/control_flow.pk":43:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/control_flow.pk":45:44)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/control_flow.pk":43:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("tests/in/control_flow.pk":43:1)
+}
