@@ -378,75 +378,13 @@ fn depends_on(f: &Func, axis: usize) -> bool {
     f.blocks[entry].yields.iter().any(|y| tainted.contains(y))
 }
 
+/// What an op reads, counting the values its blocks yield into its results.
 fn operands(f: &Func, k: &OpKind) -> Vec<Value> {
-    let view = |v: &ir::RefView| -> Vec<Value> {
-        v.index
-            .iter()
-            .filter_map(|s| match s {
-                ir::Slice::Index(ir::Start::Dyn(x))
-                | ir::Slice::Range {
-                    start: ir::Start::Dyn(x),
-                    ..
-                } => Some(*x),
-                _ => None,
-            })
-            .collect()
-    };
-    match k {
-        OpKind::Const(_) | OpKind::Iota { .. } => vec![],
-        OpKind::Unary(_, a)
-        | OpKind::Cast(a)
-        | OpKind::Bitcast(a)
-        | OpKind::Splat(a)
-        | OpKind::Broadcast(a)
-        | OpKind::Reshape(a)
-        | OpKind::Transpose(a, _) => vec![*a],
-        OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => vec![*a, *b],
-        OpKind::Select {
-            cond,
-            on_true,
-            on_false,
-        } => vec![*cond, *on_true, *on_false],
-        OpKind::Reduce { value, .. } => vec![*value],
-        OpKind::Dot { lhs, rhs, .. } => vec![*lhs, *rhs],
-        OpKind::Roll { value, shift, .. } => vec![*value, *shift],
-        OpKind::Load(v) => view(v),
-        OpKind::Store(v, x) => {
-            let mut u = view(v);
-            u.push(*x);
-            u
-        }
-        OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
-            [view(src), view(dst), view(sem)].concat()
-        }
-        OpKind::If {
-            cond,
-            then_block,
-            else_block,
-        } => {
-            let mut u = vec![*cond];
-            u.extend(f.blocks[*then_block].yields.iter().copied());
-            u.extend(f.blocks[*else_block].yields.iter().copied());
-            u
-        }
-        OpKind::For {
-            lo,
-            hi,
-            inits,
-            body,
-            ..
-        } => {
-            let mut u = vec![*lo, *hi];
-            u.extend(inits.iter().copied());
-            u.extend(f.blocks[*body].yields.iter().copied());
-            u
-        }
-        OpKind::While { inits, body, .. } => {
-            let mut u = inits.clone();
-            u.extend(f.blocks[*body].yields.iter().copied());
-            u
-        }
+    let mut u = k.operands();
+    for b in k.blocks() {
+        u.extend(f.blocks[b].yields.iter().copied());
     }
+    u
 }
 
 /// The VMEM bytes each operand and scratch buffer takes (for reports).

@@ -258,6 +258,75 @@ pub enum OpKind {
     },
 }
 
+impl OpKind {
+    /// The blocks an op owns: `if` branches, a loop's condition and body.
+    pub fn blocks(&self) -> Vec<BlockId> {
+        match self {
+            OpKind::If {
+                then_block,
+                else_block,
+                ..
+            } => vec![*then_block, *else_block],
+            OpKind::For { body, .. } => vec![*body],
+            OpKind::While { cond, body, .. } => vec![*cond, *body],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every value an op reads (not counting its blocks' contents).
+    pub fn operands(&self) -> Vec<Value> {
+        fn view(v: &RefView, out: &mut Vec<Value>) {
+            for s in &v.index {
+                if let Slice::Index(Start::Dyn(x))
+                | Slice::Range {
+                    start: Start::Dyn(x),
+                    ..
+                } = s
+                {
+                    out.push(*x);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        match self {
+            OpKind::Const(_) | OpKind::Iota { .. } => {}
+            OpKind::Unary(_, a)
+            | OpKind::Cast(a)
+            | OpKind::Bitcast(a)
+            | OpKind::Splat(a)
+            | OpKind::Broadcast(a)
+            | OpKind::Reshape(a)
+            | OpKind::Transpose(a, _) => out.push(*a),
+            OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => out.extend([*a, *b]),
+            OpKind::Select {
+                cond,
+                on_true,
+                on_false,
+            } => out.extend([*cond, *on_true, *on_false]),
+            OpKind::Reduce { value, .. } => out.push(*value),
+            OpKind::Dot { lhs, rhs, .. } => out.extend([*lhs, *rhs]),
+            OpKind::Roll { value, shift, .. } => out.extend([*value, *shift]),
+            OpKind::Load(v) => view(v, &mut out),
+            OpKind::Store(v, x) => {
+                view(v, &mut out);
+                out.push(*x);
+            }
+            OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
+                view(src, &mut out);
+                view(dst, &mut out);
+                view(sem, &mut out);
+            }
+            OpKind::If { cond, .. } => out.push(*cond),
+            OpKind::For { lo, hi, inits, .. } => {
+                out.extend([*lo, *hi]);
+                out.extend(inits.iter().copied());
+            }
+            OpKind::While { inits, .. } => out.extend(inits.iter().copied()),
+        }
+        out
+    }
+}
+
 /// A function body: values, ops and blocks in arenas, entry block first.
 #[derive(Debug, Clone, Default)]
 pub struct Func {

@@ -138,7 +138,7 @@ impl Ctx<'_> {
                 if std::mem::replace(&mut op_seen[o.index()], true) {
                     return err(f.span(o), "op appears in two blocks");
                 }
-                for child in owned_blocks(&f.ops[o].kind) {
+                for child in f.ops[o].kind.blocks() {
                     if !f.blocks.contains(child)
                         || std::mem::replace(&mut block_seen[child.index()], true)
                     {
@@ -588,18 +588,5 @@ impl Ctx<'_> {
             ),
             _ => Ok(()),
         }
-    }
-}
-
-fn owned_blocks(kind: &OpKind) -> Vec<BlockId> {
-    match kind {
-        OpKind::If {
-            then_block,
-            else_block,
-            ..
-        } => vec![*then_block, *else_block],
-        OpKind::For { body, .. } => vec![*body],
-        OpKind::While { cond, body, .. } => vec![*cond, *body],
-        _ => Vec::new(),
     }
 }

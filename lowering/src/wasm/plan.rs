@@ -16,9 +16,7 @@
 //! invariant: two temp groups whose intervals overlap get disjoint bytes;
 //! a view group never overlaps a store to its ref.
 
-use pk_lang::ir::{
-    BlockId, DType, Func, Kernel, OpId, OpKind, RefView, Slice, Start, Value, ValueDef,
-};
+use pk_lang::ir::{BlockId, DType, Func, Kernel, OpId, OpKind, RefView, Value, ValueDef};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,74 +82,6 @@ pub(crate) fn is_loop(k: &OpKind) -> bool {
     matches!(k, OpKind::For { .. } | OpKind::While { .. })
 }
 
-pub(crate) fn owned_blocks(k: &OpKind) -> Vec<BlockId> {
-    match k {
-        OpKind::If {
-            then_block,
-            else_block,
-            ..
-        } => vec![*then_block, *else_block],
-        OpKind::For { body, .. } => vec![*body],
-        OpKind::While { cond, body, .. } => vec![*cond, *body],
-        _ => Vec::new(),
-    }
-}
-
-fn view_values(v: &RefView, out: &mut Vec<Value>) {
-    for s in &v.index {
-        let (Slice::Index(Start::Dyn(x))
-        | Slice::Range {
-            start: Start::Dyn(x),
-            ..
-        }) = s
-        else {
-            continue;
-        };
-        out.push(*x);
-    }
-}
-
-/// Every value an op reads (not counting its blocks' contents).
-pub(crate) fn operands(k: &OpKind) -> Vec<Value> {
-    let mut out = Vec::new();
-    match k {
-        OpKind::Const(_) | OpKind::Iota { .. } => {}
-        OpKind::Unary(_, a)
-        | OpKind::Cast(a)
-        | OpKind::Bitcast(a)
-        | OpKind::Splat(a)
-        | OpKind::Broadcast(a)
-        | OpKind::Reshape(a)
-        | OpKind::Transpose(a, _) => out.push(*a),
-        OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => out.extend([*a, *b]),
-        OpKind::Select {
-            cond,
-            on_true,
-            on_false,
-        } => out.extend([*cond, *on_true, *on_false]),
-        OpKind::Reduce { value, .. } => out.push(*value),
-        OpKind::Dot { lhs, rhs, .. } => out.extend([*lhs, *rhs]),
-        OpKind::Roll { value, shift, .. } => out.extend([*value, *shift]),
-        OpKind::Load(v) => view_values(v, &mut out),
-        OpKind::Store(v, x) => {
-            view_values(v, &mut out);
-            out.push(*x);
-        }
-        OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
-            view_values(src, &mut out);
-            view_values(dst, &mut out);
-            view_values(sem, &mut out);
-        }
-        OpKind::If { cond, .. } => out.push(*cond),
-        OpKind::For { lo, hi, inits, .. } => {
-            out.extend([*lo, *hi]);
-            out.extend(inits.iter().copied());
-        }
-        OpKind::While { inits, .. } => out.extend(inits.iter().copied()),
-    }
-    out
-}
-
 impl Numbering {
     fn new(f: &Func) -> Numbering {
         let mut n = Numbering {
@@ -184,7 +114,7 @@ impl Numbering {
         self.op_loop[op.index()] = cur;
         let kind = &f.ops[op].kind;
         let inner = if is_loop(kind) { Some(op) } else { cur };
-        for b in owned_blocks(kind) {
+        for b in kind.blocks() {
             self.block_owner[b.index()] = Some(op);
             self.block(f, b, inner);
         }
@@ -196,7 +126,7 @@ impl Numbering {
     fn def(&self, f: &Func, v: Value) -> (u32, Option<OpId>) {
         match f.values[v].def {
             ValueDef::Result(op, _) => {
-                let p = if owned_blocks(&f.ops[op].kind).is_empty() {
+                let p = if f.ops[op].kind.blocks().is_empty() {
                     self.end[op.index()]
                 } else {
                     self.start[op.index()]
@@ -278,7 +208,7 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
     let inline = super::emit::fuse::inline_values(k, f);
     let mut users: Vec<Vec<OpId>> = vec![Vec::new(); f.values.len()];
     for (id, op) in f.ops.iter() {
-        for v in operands(&op.kind) {
+        for v in op.kind.operands() {
             users[v.index()].push(id);
         }
     }
@@ -322,7 +252,7 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
     let mut dot_only = vec![true; nv];
     for (_, op) in f.ops.iter() {
         let is_dot = matches!(op.kind, OpKind::Dot { .. });
-        for v in operands(&op.kind) {
+        for v in op.kind.operands() {
             if !is_dot {
                 dot_only[v.index()] = false;
             }
@@ -378,7 +308,7 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
         for at in super::emit::fuse::final_consumers(f, &inline, &users, id) {
             let p = num.end[at.index()];
             let cur = num.op_loop[at.index()];
-            for v in operands(&op.kind) {
+            for v in op.kind.operands() {
                 let (_, home) = num.def(f, v);
                 touch(&mut plan, v, num.extend(p, cur, home));
             }

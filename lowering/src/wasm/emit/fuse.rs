@@ -13,7 +13,7 @@
 use super::elementwise::Rule;
 use super::{is_f, Addr, Em};
 use crate::wasm::fb::{m128, m32};
-use crate::wasm::plan::{operands, same_lanes_bitcast, same_lanes_cast, GroupKind};
+use crate::wasm::plan::{same_lanes_bitcast, same_lanes_cast, GroupKind};
 use pk_lang::ir::{BinaryOp, BlockId, Func, Kernel, OpId, OpKind, UnaryOp, Value, ValueDef};
 use wasm_encoder::Instruction as I;
 
@@ -130,7 +130,7 @@ pub(crate) fn inline_values(k: &Kernel, f: &Func) -> Vec<bool> {
     for (b, data) in f.blocks.iter() {
         for &op in &data.ops {
             block_of[op.index()] = Some(b);
-            for v in operands(&f.ops[op].kind) {
+            for v in f.ops[op].kind.operands() {
                 users[v.index()].push(op);
             }
         }

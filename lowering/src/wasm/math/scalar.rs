@@ -31,6 +31,44 @@ fn return_if(fb: &mut Fb, cond: impl FnOnce(&mut Fb), value: impl FnOnce(&mut Fb
     fb.op(I::Return).op(I::End);
 }
 
+/// What [`return_if_f64`] returns.
+enum Ret {
+    F64(f64),
+    Local(u32),
+}
+
+/// `if x CMP c { return r }` for the f64 local `x`.
+fn return_if_f64(fb: &mut Fb, x: u32, cmp: I<'static>, c: f64, r: Ret) {
+    return_if(
+        fb,
+        |f| {
+            f.get(x).f64c(c).op(cmp);
+        },
+        |f| match r {
+            Ret::F64(v) => {
+                f.f64c(v);
+            }
+            Ret::Local(l) => {
+                f.get(l);
+            }
+        },
+    );
+}
+
+/// `if x is NaN { return x }` for a float local `x`; `ne` is the `F32Ne` or
+/// `F64Ne` of its type.
+fn return_nan(fb: &mut Fb, x: u32, ne: I<'static>) {
+    return_if(
+        fb,
+        |f| {
+            f.get(x).get(x).op(ne);
+        },
+        |f| {
+            f.get(x);
+        },
+    );
+}
+
 /// Pushes the f64 `2^k` for an i64 local `k` in [-1022, 1023].
 fn pow2_64(fb: &mut Fb, k: u32) {
     fb.get(k)
@@ -54,33 +92,15 @@ pub(super) fn exp64(fb: &mut Fb) {
         fb.local(L),
         fb.local(L),
     );
-    return_if(
+    return_nan(fb, x, I::F64Ne);
+    return_if_f64(
         fb,
-        |f| {
-            f.get(x).get(x).op(I::F64Ne);
-        },
-        |f| {
-            f.get(x);
-        },
+        x,
+        I::F64Gt,
+        709.782_712_893_384,
+        Ret::F64(f64::INFINITY),
     );
-    return_if(
-        fb,
-        |f| {
-            f.get(x).f64c(709.782_712_893_384).op(I::F64Gt);
-        },
-        |f| {
-            f.f64c(f64::INFINITY);
-        },
-    );
-    return_if(
-        fb,
-        |f| {
-            f.get(x).f64c(-745.133_219_101_941_2).op(I::F64Lt);
-        },
-        |f| {
-            f.f64c(0.0);
-        },
-    );
+    return_if_f64(fb, x, I::F64Lt, -745.133_219_101_941_2, Ret::F64(0.0));
     fb.get(x)
         .f64c(std::f64::consts::LOG2_E)
         .op(I::F64Mul)
@@ -145,42 +165,10 @@ pub(super) fn log64(fb: &mut Fb) {
         fb.local(D),
         fb.local(D),
     );
-    return_if(
-        fb,
-        |b| {
-            b.get(x).get(x).op(I::F64Ne);
-        },
-        |b| {
-            b.get(x);
-        },
-    );
-    return_if(
-        fb,
-        |b| {
-            b.get(x).f64c(0.0).op(I::F64Lt);
-        },
-        |b| {
-            b.f64c(f64::NAN);
-        },
-    );
-    return_if(
-        fb,
-        |b| {
-            b.get(x).f64c(0.0).op(I::F64Eq);
-        },
-        |b| {
-            b.f64c(f64::NEG_INFINITY);
-        },
-    );
-    return_if(
-        fb,
-        |b| {
-            b.get(x).f64c(f64::INFINITY).op(I::F64Eq);
-        },
-        |b| {
-            b.get(x);
-        },
-    );
+    return_nan(fb, x, I::F64Ne);
+    return_if_f64(fb, x, I::F64Lt, 0.0, Ret::F64(f64::NAN));
+    return_if_f64(fb, x, I::F64Eq, 0.0, Ret::F64(f64::NEG_INFINITY));
+    return_if_f64(fb, x, I::F64Eq, f64::INFINITY, Ret::Local(x));
     fb.op(I::I64Const(0)).set(k);
     fb.get(x).f64c(f64::MIN_POSITIVE).op(I::F64Lt);
     fb.if_(|b| {
@@ -374,15 +362,7 @@ pub(super) fn erf(fb: &mut Fb, h: &mut Helpers) {
         fb.local(D),
     );
     let exp64 = h.func(Helper::Exp64);
-    return_if(
-        fb,
-        |b| {
-            b.get(x).get(x).op(I::F32Ne);
-        },
-        |b| {
-            b.get(x);
-        },
-    );
+    return_nan(fb, x, I::F32Ne);
     return_if(
         fb,
         |b| {
@@ -437,24 +417,8 @@ pub(super) fn log1p(fb: &mut Fb, h: &mut Helpers) {
         .f64c(1.0)
         .op(I::F64Add)
         .set(u);
-    return_if(
-        fb,
-        |b| {
-            b.get(u).f64c(1.0).op(I::F64Eq);
-        },
-        |b| {
-            b.get(x);
-        },
-    );
-    return_if(
-        fb,
-        |b| {
-            b.get(u).f64c(f64::INFINITY).op(I::F64Eq);
-        },
-        |b| {
-            b.get(x);
-        },
-    );
+    return_if_f64(fb, u, I::F64Eq, 1.0, Ret::Local(x));
+    return_if_f64(fb, u, I::F64Eq, f64::INFINITY, Ret::Local(x));
     fb.get(u).op(I::Call(log64)).get(xd).op(I::F64Mul);
     fb.get(u)
         .f64c(1.0)
