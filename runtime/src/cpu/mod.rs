@@ -29,7 +29,7 @@ use instance::{Host, Instance};
 use pk_lang::ir::DType;
 use pk_lowering::wasm::abi::{self, OperandInfo, Role};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use wasmtime::{Config, Engine, Linker, Module, OptLevel};
@@ -332,14 +332,15 @@ impl CpuKernel {
     ) -> Result<Vec<(u64, Visits)>, Error> {
         let sched = Schedule::new(self);
         let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
-        let done = AtomicBool::new(false);
+        // The ticker advances the epoch every TICK until the workers are
+        // done; dropping `stop` wakes it at once, so a short run does not
+        // wait out a tick.
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
             if opts.timeout.is_some() {
                 let engine = &self.engine;
-                let done = &done;
                 s.spawn(move || {
-                    while !done.load(Ordering::Relaxed) {
-                        std::thread::sleep(TICK);
+                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
                         engine.increment_epoch();
                     }
                 });
@@ -363,7 +364,7 @@ impl CpuKernel {
                     })
                 })
                 .collect();
-            done.store(true, Ordering::Relaxed);
+            drop(stop);
             r
         });
         let mut units = Vec::new();
