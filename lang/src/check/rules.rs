@@ -32,7 +32,10 @@ pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged
         let dim_spans = block_dim_spans(decl, &o.name, b.dims.len())
             .unwrap_or_else(|| vec![span; b.dims.len()]);
         block_fits(ck, o, &b.dims, &dim_spans, ragged);
-        if o.space == Space::Vmem {
+        // libtpu lays out SMEM blocks with the same tiles (measured:
+        // E2002 "misaligned block and tiling" for an i32 [8, 50] or [8]
+        // block in SMEM).
+        if matches!(o.space, Space::Vmem | Space::Smem) {
             tiling(ck, o, &b.dims, &dim_spans);
         }
     }
@@ -104,7 +107,7 @@ fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Spa
     }
 }
 
-/// Mosaic's layout rule for VMEM blocks: the last two dimensions are
+/// Mosaic's layout rule for VMEM and SMEM blocks: the last two dimensions are
 /// multiples of the (sublane, lane) tile or equal to the array's.
 fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span]) {
     let rank = dims.len();
