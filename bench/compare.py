@@ -2,7 +2,8 @@
 """Measures the CPU reference (`pkc bench`) against numpy in one run.
 
 Workloads: matmul f32 1024^3, matmul bf16 inputs with f32 accumulation
-1024^3, and row softmax f32 4096x4096. Each line prints both medians and
+1024^3, and row softmax f32 4096x4096; jax.numpy on the CPU is timed too
+when JAX is installed. Each line prints both medians and
 the throughput ratio numpy_time / pkc_time (above 1: pk is faster).
 
 numpy has no bf16 matmul, so the bf16 workload is compared with numpy's
@@ -53,6 +54,35 @@ def softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def workloads_jax(am, bm, xs):
+    """The same workloads in jax.numpy on the CPU, when JAX is installed."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return []
+    cpu = jax.devices("cpu")[0]
+    a, b, x = (jax.device_put(v, cpu) for v in (am, bm, xs))
+    ab, bb = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+    mm = jax.jit(lambda p, q: p @ q)
+    mmb = jax.jit(lambda p, q: jnp.matmul(p, q, preferred_element_type=jnp.float32))
+    sm = jax.jit(lambda v: jax.nn.softmax(v, axis=1))
+    return [
+        ("matmul f32 1024^3", lambda: mm(a, b).block_until_ready()),
+        ("matmul bf16->f32 1024^3", lambda: mmb(ab, bb).block_until_ready()),
+        ("softmax f32 4096x4096", lambda: sm(x).block_until_ready()),
+    ]
+
+
+def jax_line(jobs, a):
+    if not jobs:
+        print("(jax.numpy not installed: no jax column)")
+        return
+    for name, fn in jobs:
+        t = statistics.median(median_time(fn, a.iters) for _ in range(a.rounds))
+        print(f"{name:26} jax.numpy on CPU: {t * 1e3:.2f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pkc", default=os.path.join(ROOT, "target", "release", "pkc"))
@@ -94,6 +124,7 @@ def main():
         tp = f"pkc {fl / t_pk / 1e9:.1f} GFLOP/s, numpy {fl / t_np / 1e9:.1f} GFLOP/s" if fl else ""
         ok = "ok" if ratio >= target else "below"
         print(f"{name:26} {t_np * 1e3:9.2f} {t_pk * 1e3:9.2f} {ratio:6.2f} {target:5.1f}x {ok:6} {tp}")
+    jax_line(workloads_jax(am, bm, xs), a)
     print(f"(medians of {a.rounds} alternating rounds of {a.iters} calls; numpy has no bf16 matmul,")
     print(" so the bf16 line compares with numpy's f32 matmul of the same size)")
 
