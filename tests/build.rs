@@ -6,74 +6,9 @@
 
 mod common;
 
-use common::root;
+use common::{code, pkc, root, stderr, stdout, TempDir};
 use pk_runtime::package::Package;
 use pk_runtime::pjrt::{locate_libtpu, TpuTarget};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn pkc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pkc"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .env("TPU_SKIP_MDS_QUERY", "1")
-        .env_remove("PK_LIBTPU")
-        .output()
-        .expect("pkc runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("pkc exits with a code")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("pk-build-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).expect("create a temp dir");
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("temp paths are UTF-8")
-    }
-
-    /// Entry names, sorted: what a build left behind.
-    fn entries(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("list")
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn build_writes_one_package_per_kernel() {

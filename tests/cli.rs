@@ -3,66 +3,8 @@
 
 mod common;
 
-use common::root;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-/// Runs `pkc` from the repository root with plain (uncoloured) output.
-fn pkc(args: &[&str]) -> Output {
-    pkc_in(&root(), args)
-}
-
-/// Runs `pkc` in `dir` (short relative paths keep messages on one line).
-fn pkc_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pkc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("pkc runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status
-        .code()
-        .expect("pkc exits with a code, not a signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("pk-cli-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).expect("create a temp dir");
-        TempDir(p)
-    }
-
-    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, bytes).expect("write a temp file");
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{code, pkc, pkc_in, stderr, stdout, TempDir};
+use std::path::Path;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
@@ -197,7 +139,7 @@ fn help_and_version_exit_0() {
 #[test]
 fn missing_file_is_pk0009() {
     let dir = TempDir::new("missing");
-    let path = dir.0.join("no_such_kernel.pk");
+    let path = dir.path().join("no_such_kernel.pk");
     let o = pkc(&["check", s(&path)]);
     assert_eq!(code(&o), 1);
     let err = stderr(&o);
@@ -215,7 +157,7 @@ fn missing_file_is_pk0009() {
 #[test]
 fn a_directory_is_pk0009() {
     let dir = TempDir::new("dir");
-    let o = pkc(&["check", s(&dir.0)]);
+    let o = pkc(&["check", dir.arg()]);
     assert_eq!(code(&o), 1);
     assert_eq!(codes_in(&stderr(&o)), ["PK0009"], "{}", stderr(&o));
 }
@@ -224,7 +166,7 @@ fn a_directory_is_pk0009() {
 fn binary_file_is_pk0007() {
     let dir = TempDir::new("binary");
     dir.file("kernel.pk", b"kernel k\xff\xfe\x00\x01(");
-    let o = pkc_in(&dir.0, &["check", "kernel.pk"]);
+    let o = pkc_in(dir.path(), &["check", "kernel.pk"]);
     assert_eq!(code(&o), 1);
     let err = stderr(&o);
     assert_eq!(codes_in(&err), ["PK0007"], "{err}");
@@ -241,7 +183,7 @@ fn file_over_16_mib_is_pk0008() {
     let mut text = b"// ".to_vec();
     text.resize(size, b'x');
     dir.file("huge.pk", &text);
-    let o = pkc_in(&dir.0, &["check", "huge.pk"]);
+    let o = pkc_in(dir.path(), &["check", "huge.pk"]);
     assert_eq!(code(&o), 1);
     let err = stderr(&o);
     assert_eq!(codes_in(&err), ["PK0008"], "{err}");
@@ -253,7 +195,7 @@ fn file_over_16_mib_is_pk0008() {
     );
     // Exactly 16 MiB is still read (a file of one comment compiles).
     dir.file("limit.pk", &text[..16 << 20]);
-    let o = pkc_in(&dir.0, &["check", "limit.pk"]);
+    let o = pkc_in(dir.path(), &["check", "limit.pk"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 

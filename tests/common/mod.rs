@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -66,4 +67,87 @@ pub fn rel(p: &Path) -> String {
         .unwrap_or(p)
         .to_string_lossy()
         .replace('\\', "/")
+}
+
+/// Runs `pkc` from the repository root with plain (uncoloured) output.
+pub fn pkc(args: &[&str]) -> Output {
+    pkc_in(&root(), args)
+}
+
+/// Runs `pkc` in `dir` (short relative paths keep messages on one line),
+/// with plain output, libtpu kept from querying cloud metadata, and the
+/// default libtpu.
+pub fn pkc_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pkc"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("TPU_SKIP_MDS_QUERY", "1")
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("PK_LIBTPU")
+        .output()
+        .expect("pkc runs")
+}
+
+/// The exit code of a `pkc` run.
+pub fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .expect("pkc exits with a code, not a signal")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!("pk-test-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("create a temp dir");
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The directory as a command-line argument.
+    pub fn arg(&self) -> &str {
+        self.0.to_str().expect("temp paths are UTF-8")
+    }
+
+    /// Writes `bytes` to file `name` in the directory.
+    pub fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, bytes).expect("write a temp file");
+        p
+    }
+
+    /// Entry names, sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("list")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
