@@ -5,7 +5,8 @@
 //! Header lines a fixture may start with:
 //!
 //! ```text
-//! // error: PK0301 PK0306     codes expected, in order (required)
+//! // error: PK0301 PK0306     codes expected, in order (required; a
+//!                             fixture of warnings says `// warning:`)
 //! // target: v4               TPU generation (default v5e)
 //! // params: M=100 bm=8       `-p` values
 //! // kernel: name             `--kernel`
@@ -34,7 +35,10 @@ fn header(text: &str) -> Fixture {
             break;
         };
         let rest = rest.trim();
-        if let Some(c) = rest.strip_prefix("error:") {
+        if let Some(c) = rest
+            .strip_prefix("error:")
+            .or_else(|| rest.strip_prefix("warning:"))
+        {
             f.codes.extend(c.split_whitespace().map(str::to_string));
         } else if let Some(t) = rest.strip_prefix("target:") {
             f.opts.target = t.trim().parse().expect("fixture target is valid");
@@ -69,7 +73,18 @@ fn every_fixture_reports_its_codes_and_renders_as_recorded() {
             "{}: first line must be `// error: PKxxxx`",
             rel(path)
         );
-        let rendered = match pk_lang::compile_source(&rel(path), &text, &fx.opts) {
+        // A fixture of warnings compiles; its warnings are what it records.
+        let result = pk_lang::compile_source(&rel(path), &text, &fx.opts).and_then(|m| {
+            if m.warnings.is_empty() {
+                Ok(m)
+            } else {
+                Err(pk_lang::Failure {
+                    diags: m.warnings,
+                    sources: m.sources,
+                })
+            }
+        });
+        let rendered = match result {
             Ok(_) => {
                 failures.push(format!(
                     "{}: compiled without errors, expected {}",

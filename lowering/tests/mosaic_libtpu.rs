@@ -172,3 +172,119 @@ fn libtpu_accepts_every_kernel_the_checker_accepts() {
     );
     assert!(compiled > 100, "only {compiled} compiles ran");
 }
+
+/// `(rule, code, target, kernel, part of libtpu's message)`: a kernel
+/// breaking one TPU rule of the checker on a target, and how libtpu refuses
+/// the same kernel.
+const RULES: &[(&str, &str, Target, &str, &str)] = &[
+    (
+        "(8, 128) tiling of a (4, 100) block",
+        "PK0301",
+        Target::V5e,
+        "kernel k(x: f32[16, 200] block [4, 100] at (i, j)) -> y: f32[16, 200] block [4, 100] at (i, j)
+grid (i in 4 parallel, j in 2 parallel)
+{ y[..] = x[..] + 1.0; }",
+        "E2002: CompileTimeMosaicMisalignedBlockAndTiling",
+    ),
+    (
+        "rank-1 block of 64 f32",
+        "PK0302",
+        Target::V5e,
+        "kernel k(x: f32[4096] block [64] at (i)) -> y: f32[4096] block [64] at (i)
+grid (i in 64 parallel)
+{ y[..] = x[..] + 1.0; }",
+        "E2002: CompileTimeMosaicMisalignedBlockAndTiling",
+    ),
+    (
+        "rank-1 block of 256 i8",
+        "PK0302",
+        Target::V5e,
+        "kernel k(x: i8[8192] block [256] at (i)) -> y: i8[8192] block [256] at (i)
+grid (i in 32 parallel)
+{ y[..] = x[..] + x[..]; }",
+        "E2002: CompileTimeMosaicMisalignedBlockAndTiling",
+    ),
+    (
+        "int8 matmul on v4",
+        "PK0305",
+        Target::V4,
+        "kernel k(a: i8[128, 128], b: i8[128, 128]) -> c: i32[128, 128]
+{ c[..] = dot(a[..], b[..]); }",
+        "E2001: CompileTimeMosaicUnsupportedRhsType",
+    ),
+    (
+        "32 MiB of blocks on v4's 16 MiB of VMEM",
+        "PK0306",
+        Target::V4,
+        "kernel k(x: f32[8192, 512] block [4096, 512] at (i, 0)) -> y: f32[8192, 512] block [4096, 512] at (i, 0)
+grid (i in 2 parallel)
+{ y[..] = x[..] + 1.0; }",
+        "Ran out of memory in memory space vmem",
+    ),
+    (
+        "SMEM block of 8 i32",
+        "PK0302",
+        Target::V5e,
+        "kernel k(s: i32[64] block [8] at (i) in smem, x: f32[64, 128] block [8, 128] at (i, 0))
+    -> y: f32[64, 128] block [8, 128] at (i, 0)
+grid (i in 8 arbitrary)
+{ y[..] = x[..] + (s[0] as f32); }",
+        "E2002: CompileTimeMosaicMisalignedBlockAndTiling",
+    ),
+];
+
+#[test]
+fn libtpu_rejects_what_each_tpu_rule_rejects() {
+    let Some(plugin) = plugin() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (rule, code, target, src, refusal) in RULES {
+        let opts = Options {
+            target: *target,
+            specialise: true,
+            ..Options::default()
+        };
+        // The checker names the rule ...
+        match pk_lang::compile_source("k.pk", src, &opts) {
+            Ok(_) => failures.push(format!("{rule}: the checker accepts it")),
+            Err(f) => {
+                let codes: Vec<&str> = f.diags.iter().map(|d| d.code.code).collect();
+                if !codes.contains(code) {
+                    failures.push(format!(
+                        "{rule}: expected {code}, the checker gave {codes:?}"
+                    ));
+                }
+            }
+        }
+        // ... and the same kernel, lowered without the TPU rules, is one
+        // that libtpu refuses for that target.
+        let unchecked = Options {
+            skip_tpu_rules: true,
+            ..opts
+        };
+        let module = pk_lang::compile_source("k.pk", src, &unchecked)
+            .unwrap_or_else(|f| panic!("{rule}: {}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        let k = &module.kernels[0];
+        let lowered = match mosaic::lower(&module, k, &mosaic::Options::default()) {
+            Ok(l) => l,
+            // The Mosaic back end refusing it is a rejection as well.
+            Err(e) => {
+                eprintln!("{rule} ({code}): the Mosaic back end refuses it: {e}");
+                continue;
+            }
+        };
+        let mut call = mosaic::custom_call(k, &lowered);
+        call.vmem_limit_bytes = Some(target.vmem_bytes());
+        let hlo = stablehlo::custom_call_module(&call).expect("wraps");
+        match plugin.compile(tpu_target(*target), &hlo) {
+            Ok(c) => failures.push(format!(
+                "{rule}: libtpu accepts it for {target} ({} bytes of code); the rule is stricter than the TPU",
+                c.generated_code_bytes
+            )),
+            Err(e) if e.to_string().contains(refusal) => {}
+            Err(e) => failures.push(format!("{rule}: libtpu refuses it, but not with `{refusal}`: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -29,6 +29,12 @@ pub fn run(a: Args) -> u8 {
             opts.target = *t;
             match pk_lang::compile_file(file, &opts) {
                 Ok(m) => {
+                    if !m.warnings.is_empty() {
+                        report(&pk_lang::Failure {
+                            diags: m.warnings.clone(),
+                            sources: m.sources.clone(),
+                        });
+                    }
                     let n = m.kernels.len();
                     eprintln!(
                         "{}: ok for {t} ({n} kernel{})",

@@ -31,6 +31,7 @@ impl KernelArgs {
             params: self.params.clone(),
             kernel: self.kernel.clone(),
             specialise,
+            ..Options::default()
         }
     }
 }

@@ -975,7 +975,7 @@ impl Builder<'_, '_> {
         }
         let d = tx.dtype();
         let target = self.ck.target;
-        if !target.matmul_input(d) {
+        if !self.ck.skip_tpu_rules && !target.matmul_input(d) {
             return self.error(
                 Diag::new(
                     &codes::MATMUL_DTYPE,

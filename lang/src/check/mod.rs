@@ -51,6 +51,8 @@ pub struct Checker<'p> {
     pub const_cache: HashMap<(ModId, usize), Val>,
     /// The file `-p` values are parsed in.
     pub param_file: Option<FileId>,
+    /// See [`crate::Options::skip_tpu_rules`].
+    pub skip_tpu_rules: bool,
 }
 
 impl<'p> Checker<'p> {
@@ -63,6 +65,7 @@ impl<'p> Checker<'p> {
             const_stack: Vec::new(),
             const_cache: HashMap::new(),
             param_file: None,
+            skip_tpu_rules: false,
         }
     }
 
@@ -535,7 +538,7 @@ pub fn check_kernel(
         span: decl.span,
     };
 
-    if ck.diags.len() == before {
+    if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
         rules::check_header(ck, &kernel, decl, ragged);
     }
 

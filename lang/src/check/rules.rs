@@ -121,7 +121,9 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span]) 
         Some(bv % m == 0 || a.known() == Some(bv))
     };
     if rank == 1 {
-        let m = 1024 * (32 / i64::from(d.bits()));
+        // One row of 128 lanes of 32-bit words: 128 f32, 256 bf16, 512 i8
+        // (libtpu 0.0.51 rejects shorter multiples with E2002, measured).
+        let m = LANES * (32 / i64::from(d.bits()));
         if ok(&dims[0].extent(), &o.shape[0], m) == Some(false) {
             let span = spans[0];
             ck.error(
@@ -134,7 +136,7 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span]) 
                     ),
                     span,
                 )
-                .label("not a whole number of vreg tiles")
+                .label("not a whole number of 128-lane rows")
                 .help(format!(
                     "use a multiple of {m} elements, or the full length {}",
                     o.shape[0]
@@ -164,10 +166,13 @@ fn tiling(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span]) 
                 .help("make it a multiple of 8 sublanes, or equal to the array's"),
         );
     } else if tile > 8 && ok(&bs, as_, tile) == Some(false) {
+        // libtpu compiles such blocks (measured), so this is a warning: the
+        // block does not fill the packed (tile, 128) layout of its dtype.
         ck.error(
-            Diag::new(&codes::BLOCK_PACKING, format!("`{}` is {d}: its second-to-last block dimension must be a multiple of {tile}, found {bs}", o.name), span)
+            Diag::new(&codes::BLOCK_PACKING, format!("`{}` is {d}: its second-to-last block dimension {bs} is not a multiple of {tile}", o.name), span)
+                .warning()
                 .label(format!("{d} packs {} rows per sublane", tile / 8))
-                .help(format!("use a multiple of {tile} rows (or the array's {as_})")),
+                .help(format!("use a multiple of {tile} rows (or the array's {as_}) so the block fills whole packed tiles")),
         );
     }
 }

@@ -219,14 +219,14 @@ codes! {
         example: "x: f32[M, N] block [4, 100] at (i, j)   // error\nx: f32[M, N] block [8, 128] at (i, j)",
     }
     BLOCK_RANK1 = "PK0302" "block-rank1" {
-        what: "A rank-1 block is neither the whole array nor a multiple of one vreg tile: 1024 elements for 32-bit types, 2048 for 16-bit, 4096 for 8-bit.",
-        why: "1-D blocks are laid out over whole (8 x 128) vreg tiles, and narrow types pack 2 or 4 values per 32-bit slot.",
+        what: "A rank-1 block (in VMEM or SMEM) is neither the whole array nor a multiple of one 128-lane row: 128 elements for 32-bit types, 256 for 16-bit, 512 for 8-bit.",
+        why: "1-D blocks are laid out in rows of 128 lanes of 32-bit words, and narrow types pack 2 or 4 values per word; libtpu rejects other block lengths (E2002).",
         example: "x: f32[N] block [512] at (i)   // error\nx: f32[N] block [1024] at (i)",
     }
     BLOCK_PACKING = "PK0303" "block-packing" {
         what: "A block of a 16- or 8-bit dtype has a second-to-last dimension that is not a multiple of its packed tile (16 for 16-bit, 32 for 8-bit).",
-        why: "Narrow dtypes pack 2 or 4 rows into one 32-bit sublane, so the sublane tile grows to 16 or 32 rows.",
-        example: "x: bf16[M, N] block [8, 128] at (i, j)   // error\nx: bf16[M, N] block [16, 128] at (i, j)",
+        why: "Narrow dtypes pack 2 or 4 rows into one 32-bit sublane, so their native tile is 16 or 32 rows. libtpu also compiles blocks with fewer rows, so this is a warning: such a block does not fill the packed tiles of its dtype.",
+        example: "x: bf16[M, N] block [8, 128] at (i, j)   // warning\nx: bf16[M, N] block [16, 128] at (i, j)",
     }
     MATMUL_ACC = "PK0304" "matmul-accumulator" {
         what: "`dot` is asked for an accumulator that is not 32-bit.",

@@ -567,6 +567,8 @@ impl Kernel {
 pub struct Module {
     pub kernels: Vec<Kernel>,
     pub sources: Arc<SourceMap>,
+    /// Diagnostics of warning severity (the kernels are valid).
+    pub warnings: Vec<crate::diag::Diag>,
 }
 
 impl Module {

@@ -86,6 +86,7 @@ pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
                 params: opts.params.clone(),
                 kernel: opts.kernel.clone(),
                 specialise: true,
+                ..Default::default()
             },
         )
     };
