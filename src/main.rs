@@ -25,10 +25,11 @@ enum Command {
     Emit(cmd::emit::Args),
     /// Explain a diagnostic code, e.g. `pkc explain PK0301`.
     Explain(cmd::explain::Args),
-    /// Run a kernel on the CPU reference: inputs and outputs as .npy files.
+    /// Run a kernel on the CPU reference, or on this host's TPU with
+    /// --device tpu: inputs and outputs as .npy files.
     Run(cmd::run::Args),
-    /// Run a kernel on the CPU reference and compare its outputs with
-    /// expected .npy files.
+    /// Run a kernel on the CPU reference (or the TPU, with --device tpu) and
+    /// compare its outputs with expected .npy files.
     Test(cmd::test::Args),
     /// Time a kernel on the CPU reference with random inputs.
     Bench(cmd::bench::Args),

@@ -268,7 +268,7 @@ fn grouped(n: u64) -> String {
 
 /// Prints an error that is not about a source span (libtpu missing, a
 /// package that cannot be written) with miette's report layout.
-fn print_diagnostic(e: &dyn miette::Diagnostic) {
+pub fn print_diagnostic(e: &dyn miette::Diagnostic) {
     let theme = match style() {
         RenderStyle::Color => miette::GraphicalTheme::unicode(),
         RenderStyle::Plain => miette::GraphicalTheme::unicode_nocolor(),

@@ -6,8 +6,9 @@
 use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
 use clap::{Args as ClapArgs, ValueEnum};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
-use pk_lang::ir;
-use pk_runtime::cpu::{CpuKernel, CpuManifest, DmaMode, Error, HostArray, RunOptions};
+use pk_lang::ir::{self, DType};
+use pk_lowering::wasm::abi::Role;
+use pk_runtime::cpu::{npy, CpuKernel, CpuManifest, DmaMode, Error, HostArray, RunOptions};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -109,22 +110,8 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     }
     let module = pk_lang::compile_file(file, &a.kernel.options(true))
         .map_err(|f| report(&f).max(EXIT_ERRORS))?;
-    let k = match module.kernels.as_slice() {
-        [k] => k,
-        [] => {
-            eprintln!("error: `{}` defines no kernel", file.display());
-            return Err(EXIT_ERRORS);
-        }
-        ks => {
-            let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
-            eprintln!(
-                "error: `{}` defines several kernels ({}); choose one with --kernel NAME",
-                file.display(),
-                names.join(", ")
-            );
-            return Err(EXIT_USAGE);
-        }
-    };
+    let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
+    let k = &module.kernels[only_kernel(file, &names)?];
     let opts = pk_lowering::wasm::Options {
         target: a.kernel.target,
         check_uninit: a.check_uninit,
@@ -136,6 +123,26 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
         kernel,
         ir: Some(k.clone()),
     })
+}
+
+/// The index of the one kernel a command runs: a file that defines none, or
+/// several without `--kernel`, is an error.
+pub fn only_kernel(file: &Path, names: &[&str]) -> Result<usize, u8> {
+    match names {
+        [_] => Ok(0),
+        [] => {
+            eprintln!("error: `{}` defines no kernel", file.display());
+            Err(EXIT_ERRORS)
+        }
+        _ => {
+            eprintln!(
+                "error: `{}` defines several kernels ({}); choose one with --kernel NAME",
+                file.display(),
+                names.join(", ")
+            );
+            Err(EXIT_USAGE)
+        }
+    }
 }
 
 fn load_package(dir: &Path, fuel: bool, check_uninit: bool) -> Result<Loaded, u8> {
@@ -162,54 +169,125 @@ fn load_package(dir: &Path, fuel: bool, check_uninit: bool) -> Result<Loaded, u8
     Ok(Loaded { kernel, ir: None })
 }
 
-/// Reads the `--in` arrays, in the kernel's input order.
-pub fn read_inputs(k: &CpuKernel, given: &[(String, PathBuf)]) -> Result<Vec<HostArray>, Error> {
-    let m = k.manifest();
-    let known = |role: &str| -> String {
-        let names: Vec<&str> = if role == "input" {
-            k.inputs().map(|(_, o)| o.name.as_str()).collect()
-        } else {
-            k.outputs().map(|(_, o)| o.name.as_str()).collect()
-        };
+/// One operand of a kernel as the command line sees it: what `--in`,
+/// `--out` and `--expect` name and are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operand {
+    pub name: String,
+    pub output: bool,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+}
+
+/// A kernel's operands in call order (prefetch, inputs, outputs), the same
+/// whichever device runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operands {
+    pub kernel: String,
+    pub list: Vec<Operand>,
+}
+
+impl Operands {
+    /// The operands of a CPU reference kernel, from its manifest.
+    pub fn of_cpu(k: &CpuKernel) -> Operands {
+        let list = k
+            .manifest()
+            .operands
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Operand {
+                name: o.name.clone(),
+                output: o.role == Role::Output,
+                dtype: k.dtype(i),
+                shape: o.shape.clone(),
+            })
+            .collect();
+        Operands {
+            kernel: k.manifest().kernel.clone(),
+            list,
+        }
+    }
+
+    /// The operands of a specialised kernel, from its IR.
+    pub fn of_ir(k: &ir::Kernel) -> Operands {
+        let list = k
+            .operands
+            .iter()
+            .map(|o| Operand {
+                name: o.name.clone(),
+                output: o.role == ir::Role::Output,
+                dtype: o.dtype,
+                shape: o.shape.iter().map(|d| d.get()).collect(),
+            })
+            .collect();
+        Operands {
+            kernel: k.name.clone(),
+            list,
+        }
+    }
+
+    pub fn inputs(&self) -> impl Iterator<Item = &Operand> {
+        self.list.iter().filter(|o| !o.output)
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = &Operand> {
+        self.list.iter().filter(|o| o.output)
+    }
+
+    fn names(&self, output: bool) -> String {
+        let names: Vec<&str> = self
+            .list
+            .iter()
+            .filter(|o| o.output == output)
+            .map(|o| o.name.as_str())
+            .collect();
         names.join(", ")
-    };
+    }
+}
+
+/// Reads the `--in` arrays, in the kernel's input order, each checked
+/// against its operand.
+pub fn read_inputs(k: &Operands, given: &[(String, PathBuf)]) -> Result<Vec<HostArray>, Error> {
     for (name, _) in given {
-        if !k.inputs().any(|(_, o)| &o.name == name) {
+        if !k.inputs().any(|o| &o.name == name) {
             return Err(Error::UnknownOperand {
-                kernel: m.kernel.clone(),
+                kernel: k.kernel.clone(),
                 role: "input".into(),
                 name: name.clone(),
-                known: known("input"),
+                known: k.names(false),
             });
         }
     }
     let mut out = Vec::new();
-    for (i, o) in k.inputs() {
+    for o in k.inputs() {
         let Some((_, path)) = given.iter().rev().find(|(n, _)| *n == o.name) else {
             return Err(Error::MissingInput {
                 operand: o.name.clone(),
                 expected: format!("{}[{}]", o.dtype, join(&o.shape)),
             });
         };
-        out.push(k.read_input(i, path)?);
+        let array = npy::read(path)?;
+        let path = path.display().to_string();
+        out.push(pk_runtime::cpu::check_operand(
+            &o.name, o.dtype, &o.shape, array, &path,
+        )?);
     }
     Ok(out)
 }
 
 /// Checks that every `--out`/`--expect` name is an output; returns the
 /// output index of each.
-pub fn output_indices(k: &CpuKernel, given: &[(String, PathBuf)]) -> Result<Vec<usize>, Error> {
-    let outs: Vec<&str> = k.outputs().map(|(_, o)| o.name.as_str()).collect();
+pub fn output_indices(k: &Operands, given: &[(String, PathBuf)]) -> Result<Vec<usize>, Error> {
     given
         .iter()
         .map(|(name, _)| {
-            outs.iter()
-                .position(|o| o == name)
+            k.outputs()
+                .position(|o| &o.name == name)
                 .ok_or_else(|| Error::UnknownOperand {
-                    kernel: k.manifest().kernel.clone(),
+                    kernel: k.kernel.clone(),
                     role: "output".into(),
                     name: name.clone(),
-                    known: outs.join(", "),
+                    known: k.names(true),
                 })
         })
         .collect()

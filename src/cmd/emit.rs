@@ -4,9 +4,9 @@
 use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_OK};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::span::SourceMap;
-use pk_runtime::package::build;
+use pk_runtime::package::build::{self, Built};
 use pk_runtime::pjrt::TpuTarget;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
@@ -113,21 +113,8 @@ fn emit_mosaic(a: &Args) -> u8 {
 }
 
 fn emit_stablehlo(a: &Args) -> u8 {
-    let Some(target) = TpuTarget::all()
-        .iter()
-        .copied()
-        .find(|&t| build::lang_target(t) == a.kernel.target)
-    else {
-        return EXIT_ERRORS;
-    };
-    let opts = build::BuildOptions {
-        targets: vec![target],
-        params: a.kernel.params.clone(),
-        kernel: a.kernel.kernel.clone(),
-        cpu_reference: false,
-    };
-    match build::build_file(&a.file, &opts) {
-        Ok(b) => {
+    match build_stablehlo(&a.file, &a.kernel) {
+        Ok((_, b)) => {
             let texts: Vec<(String, String)> = b
                 .kernels
                 .into_iter()
@@ -136,7 +123,31 @@ fn emit_stablehlo(a: &Args) -> u8 {
             print_modules(&texts);
             EXIT_OK
         }
-        Err(f) => report(&f).max(EXIT_ERRORS),
+        Err(code) => code,
+    }
+}
+
+/// Builds the StableHLO module of each kernel of `file` (or of the one
+/// selected) for the target of `--target`, exactly as `pkc build` packages
+/// it; on failure, prints the diagnostics and returns the exit code.
+pub fn build_stablehlo(file: &Path, k: &KernelArgs) -> Result<(TpuTarget, Built), u8> {
+    let Some(target) = TpuTarget::all()
+        .iter()
+        .copied()
+        .find(|&t| build::lang_target(t) == k.target)
+    else {
+        eprintln!("error: pk has no TPU target for `{}`", k.target);
+        return Err(EXIT_ERRORS);
+    };
+    let opts = build::BuildOptions {
+        targets: vec![target],
+        params: k.params.clone(),
+        kernel: k.kernel.clone(),
+        cpu_reference: false,
+    };
+    match build::build_file(file, &opts) {
+        Ok(b) => Ok((target, b)),
+        Err(f) => Err(report(&f).max(EXIT_ERRORS)),
     }
 }
 

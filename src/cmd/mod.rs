@@ -7,6 +7,7 @@ pub mod build;
 pub mod check;
 pub mod common;
 pub mod cpu;
+pub mod device;
 pub mod emit;
 pub mod explain;
 pub mod run;

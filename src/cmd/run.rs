@@ -1,9 +1,11 @@
-//! `pkc run FILE --in NAME=PATH.npy... --out NAME=PATH.npy...`: runs a
-//! kernel on the CPU reference. FILE is a `.pk` file or a package
-//! directory built by `pkc build`.
+//! `pkc run FILE --in NAME=PATH.npy... --out NAME=PATH.npy... [--device
+//! cpu|tpu]`: runs a kernel on the CPU reference (the default; FILE is a
+//! `.pk` file or a package directory built by `pkc build`), or on this
+//! host's TPU (FILE is a `.pk` file).
 
 use super::common::EXIT_OK;
 use super::cpu::{self, parse_named, report_cpu, CpuArgs};
+use super::device::{DeviceArgs, Kernel};
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use std::path::PathBuf;
@@ -21,27 +23,29 @@ pub struct Args {
     #[arg(long = "out", value_name = "NAME=PATH", value_parser = parse_named)]
     pub outputs: Vec<(String, PathBuf)>,
     #[command(flatten)]
+    pub device: DeviceArgs,
+    #[command(flatten)]
     pub cpu: CpuArgs,
 }
 
 pub fn run(a: Args) -> u8 {
-    let loaded = match cpu::load(&a.file, &a.cpu) {
-        Ok(l) => l,
+    let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
+        Ok(k) => k,
         Err(code) => return code,
     };
-    let k = &loaded.kernel;
-    let outs = match cpu::output_indices(k, &a.outputs) {
+    let ops = kernel.operands();
+    let outs = match cpu::output_indices(&ops, &a.outputs) {
         Ok(o) => o,
         Err(e) => return report_cpu(&e),
     };
-    let inputs = match cpu::read_inputs(k, &a.inputs) {
+    let inputs = match cpu::read_inputs(&ops, &a.inputs) {
         Ok(i) => i,
         Err(e) => return report_cpu(&e),
     };
     let t = Instant::now();
-    let results = match k.run(inputs, &cpu::run_options(&a.cpu)) {
+    let results = match kernel.run(inputs) {
         Ok(r) => r,
-        Err(e) => return report_cpu(&e),
+        Err(code) => return code,
     };
     let elapsed = t.elapsed();
     for ((_, path), &i) in a.outputs.iter().zip(&outs) {
@@ -51,7 +55,7 @@ pub fn run(a: Args) -> u8 {
     }
     eprintln!(
         "ran `{}` in {:.3} ms; wrote {} output{}",
-        k.manifest().kernel,
+        ops.kernel,
         elapsed.as_secs_f64() * 1e3,
         outs.len(),
         if outs.len() == 1 { "" } else { "s" }

@@ -1,11 +1,13 @@
 //! `pkc test FILE --in NAME=PATH... --expect NAME=PATH... [--rtol R]
-//! [--atol A]`: runs a kernel on the CPU reference and compares outputs
+//! [--atol A] [--device cpu|tpu]`: runs a kernel on the CPU reference (or
+//! on this host's TPU, as `pkc run` does) and compares outputs
 //! with expected arrays as `numpy.testing.assert_allclose` does:
 //! `|actual - expected| <= atol + rtol * |expected|` elementwise, NaN equal
 //! to NaN, infinities equal only to themselves. Exit 1 on any mismatch.
 
 use super::common::{EXIT_ERRORS, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
+use super::device::{DeviceArgs, Kernel};
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use std::path::PathBuf;
@@ -27,6 +29,8 @@ pub struct Args {
     /// Absolute tolerance (numpy's default).
     #[arg(long, default_value_t = 0.0)]
     pub atol: f64,
+    #[command(flatten)]
+    pub device: DeviceArgs,
     #[command(flatten)]
     pub cpu: CpuArgs,
 }
@@ -106,12 +110,12 @@ fn index_str(flat: usize, shape: &[u64]) -> String {
 }
 
 pub fn run(a: Args) -> u8 {
-    let loaded = match cpu::load(&a.file, &a.cpu) {
-        Ok(l) => l,
+    let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
+        Ok(k) => k,
         Err(code) => return code,
     };
-    let k = &loaded.kernel;
-    let outs = match cpu::output_indices(k, &a.expect) {
+    let ops = kernel.operands();
+    let outs = match cpu::output_indices(&ops, &a.expect) {
         Ok(o) => o,
         Err(e) => return report_cpu(&e),
     };
@@ -121,36 +125,22 @@ pub fn run(a: Args) -> u8 {
             Ok(x) => x,
             Err(e) => return report_cpu(&e),
         };
-        let Some((i, info)) = k.outputs().nth(oi).map(|(i, o)| (i, o.clone())) else {
+        let Some(info) = ops.outputs().nth(oi) else {
             return EXIT_ERRORS;
         };
-        if arr
-            .shape
-            .iter()
-            .map(|&d| d as u64)
-            .ne(info.shape.iter().copied())
-        {
-            return report_cpu(&pk_runtime::cpu::Error::ShapeMismatch {
-                operand: name.clone(),
-                expected: cpu::join(&info.shape),
-                found: arr
-                    .shape
-                    .iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                path: path.display().to_string(),
-            });
+        let shown = path.display().to_string();
+        if let Err(e) = pk_runtime::cpu::check_shape(name, &info.shape, &arr.shape, &shown) {
+            return report_cpu(&e);
         }
-        expected.push(npy::values(&arr, k.dtype(i)));
+        expected.push(npy::values(&arr, info.dtype));
     }
-    let inputs = match cpu::read_inputs(k, &a.inputs) {
+    let inputs = match cpu::read_inputs(&ops, &a.inputs) {
         Ok(i) => i,
         Err(e) => return report_cpu(&e),
     };
-    let results = match k.run(inputs, &cpu::run_options(&a.cpu)) {
+    let results = match kernel.run(inputs) {
         Ok(r) => r,
-        Err(e) => return report_cpu(&e),
+        Err(code) => return code,
     };
     let mut failed = false;
     for (((name, _), &oi), want) in a.expect.iter().zip(&outs).zip(&expected) {

@@ -34,6 +34,46 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use wasmtime::{Config, Engine, Linker, Module, OptLevel};
 
+/// Checks an array read from `path` against an operand (its name, dtype
+/// and shape) and converts it to the operand's memory form: the dtype
+/// first, then the shape. Every device's `--in` files go through this.
+pub fn check_operand(
+    name: &str,
+    d: DType,
+    shape: &[u64],
+    a: npy::NpyArray,
+    path: &str,
+) -> Result<HostArray, Error> {
+    let found_ty = a.ty;
+    let found_shape = a.shape.clone();
+    let host = npy::to_host(a, d).ok_or_else(|| Error::DtypeMismatch {
+        operand: name.to_string(),
+        expected: format!(
+            "{d} (a {} array, {})",
+            npy::numpy_spelling(d),
+            npy::accepted(d)[0].describe()
+        ),
+        found: found_ty.describe(),
+        path: path.to_string(),
+    })?;
+    check_shape(name, shape, &found_shape, path)?;
+    Ok(host)
+}
+
+/// Checks the shape of an array read from `path` against an operand's.
+pub fn check_shape(name: &str, expected: &[u64], shape: &[usize], path: &str) -> Result<(), Error> {
+    if shape.iter().map(|&d| d as u64).ne(expected.iter().copied()) {
+        let s = |v: Vec<String>| v.join(", ");
+        return Err(Error::ShapeMismatch {
+            operand: name.to_string(),
+            expected: s(expected.iter().map(|d| d.to_string()).collect()),
+            found: s(shape.iter().map(|d| d.to_string()).collect()),
+            path: path.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// When a DMA's copy happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DmaMode {
@@ -178,35 +218,12 @@ impl CpuKernel {
     /// Checks a file array against operand `i` and converts it.
     pub fn check(&self, i: usize, a: npy::NpyArray, path: &str) -> Result<HostArray, Error> {
         let o = &self.m.operands[i];
-        let d = self.dtypes[i];
-        let found_ty = a.ty;
-        let shape = a.shape.clone();
-        let host = npy::to_host(a, d).ok_or_else(|| Error::DtypeMismatch {
-            operand: o.name.clone(),
-            expected: format!(
-                "{d} (a {} array, {})",
-                npy::numpy_spelling(d),
-                npy::accepted(d)[0].describe()
-            ),
-            found: found_ty.describe(),
-            path: path.to_string(),
-        })?;
-        self.check_shape(i, &shape, path)?;
-        Ok(host)
+        check_operand(&o.name, self.dtypes[i], &o.shape, a, path)
     }
 
     fn check_shape(&self, i: usize, shape: &[usize], path: &str) -> Result<(), Error> {
         let o = &self.m.operands[i];
-        if shape.iter().map(|&d| d as u64).ne(o.shape.iter().copied()) {
-            let s = |v: Vec<String>| v.join(", ");
-            return Err(Error::ShapeMismatch {
-                operand: o.name.clone(),
-                expected: s(o.shape.iter().map(|d| d.to_string()).collect()),
-                found: s(shape.iter().map(|d| d.to_string()).collect()),
-                path: path.to_string(),
-            });
-        }
-        Ok(())
+        check_shape(&o.name, &o.shape, shape, path)
     }
 
     /// Runs the kernel on its inputs (in the order of [`Self::inputs`]) and

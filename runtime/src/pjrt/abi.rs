@@ -4,7 +4,7 @@
 //! PJRT only ever appends fields to an argument struct, and a plugin reads
 //! `struct_size` to learn how much of the struct the caller filled in. Most
 //! of the structs pk uses are unchanged between 0.54 and the 0.116 of
-//! libtpu 0.0.51, so pjrt-sys's definitions serve. Two are not:
+//! libtpu 0.0.51, so pjrt-sys's definitions serve. Three are not:
 //!
 //! - `PJRT_Executable_GetCompiledMemoryStats_Args` gained
 //!   `peak_memory_in_bytes`; libtpu 0.0.51 refuses the 0.54 size with
@@ -12,6 +12,10 @@
 //!   fields (and later ones as zeroed room the plugin may write into).
 //! - `PJRT_Client_Create_Args` gained `kv_try_get_callback` and its user
 //!   argument; [`ClientCreateArgs`] has them.
+//! - `PJRT_ExecuteOptions` (passed inside `PJRT_LoadedExecutable_Execute_Args`)
+//!   gained an execute context, a call location and per-task incarnation ids;
+//!   libtpu 0.0.51 refuses the 0.54 size with "expected 112, got 72".
+//!   [`ExecuteOptions`] has them.
 //!
 //! One more is declared with its true size although its layout did not
 //! change: the 0.54 header computes `PJRT_Plugin_Attributes_Args`'s size up
@@ -24,7 +28,10 @@ use std::mem::{offset_of, size_of};
 use std::os::raw::c_void;
 use std::ptr;
 
-use pjrt_sys::{PJRT_Client, PJRT_Executable, PJRT_Extension_Base, PJRT_NamedValue};
+use pjrt_sys::{
+    PJRT_Client, PJRT_Executable, PJRT_Extension_Base, PJRT_NamedValue, PJRT_RecvCallbackInfo,
+    PJRT_SendCallbackInfo,
+};
 
 /// `PJRT_Executable_GetCompiledMemoryStats_Args` as of PJRT C API 0.116.
 ///
@@ -129,6 +136,71 @@ impl ClientCreateArgs {
             client: ptr::null_mut(),
             kv_try_get_callback: ptr::null_mut(),
             kv_try_get_user_arg: ptr::null_mut(),
+        }
+    }
+}
+
+/// `PJRT_ExecuteOptions` as of PJRT C API 0.116: the 0.54 fields, then the
+/// execute context, call location and task incarnations, none of which pk
+/// uses (all null or zero).
+///
+/// The trailing fields come from later API versions; as in
+/// [`CompiledMemoryStatsArgs`] they are declared, zeroed, so that a plugin
+/// reading them finds "not set" rather than whatever follows the struct.
+/// `struct_size` covers only the fields up to `incarnation_ids`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct ExecuteOptions {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub send_callbacks: *mut *mut PJRT_SendCallbackInfo,
+    pub recv_callbacks: *mut *mut PJRT_RecvCallbackInfo,
+    pub num_send_ops: usize,
+    pub num_recv_ops: usize,
+    pub launch_id: std::os::raw::c_int,
+    pub non_donatable_input_indices: *const i64,
+    pub num_non_donatable_input_indices: usize,
+    pub context: *mut c_void,
+    pub call_location: *const std::os::raw::c_char,
+    pub num_tasks: usize,
+    pub task_ids: *mut std::os::raw::c_int,
+    pub incarnation_ids: *mut i64,
+    pub multi_slice_config: *mut c_void,
+    pub use_major_to_minor_data_layout_for_callbacks: bool,
+    pub hlo_output_callbacks: *mut c_void,
+    pub num_hlo_output_callbacks: usize,
+}
+
+/// The size libtpu 0.0.51 requires: fields up to `incarnation_ids`.
+pub(crate) const EXECUTE_OPTIONS_SIZE: usize =
+    offset_of!(ExecuteOptions, incarnation_ids) + size_of::<*mut i64>();
+
+const _: () = assert!(EXECUTE_OPTIONS_SIZE == 112);
+const _: () = assert!(
+    pjrt_sys::PJRT_ExecuteOptions_STRUCT_SIZE as usize == offset_of!(ExecuteOptions, context)
+);
+
+impl ExecuteOptions {
+    pub(crate) fn new() -> Self {
+        ExecuteOptions {
+            struct_size: EXECUTE_OPTIONS_SIZE,
+            extension_start: ptr::null_mut(),
+            send_callbacks: ptr::null_mut(),
+            recv_callbacks: ptr::null_mut(),
+            num_send_ops: 0,
+            num_recv_ops: 0,
+            launch_id: 0,
+            non_donatable_input_indices: ptr::null(),
+            num_non_donatable_input_indices: 0,
+            context: ptr::null_mut(),
+            call_location: ptr::null(),
+            num_tasks: 0,
+            task_ids: ptr::null_mut(),
+            incarnation_ids: ptr::null_mut(),
+            multi_slice_config: ptr::null_mut(),
+            use_major_to_minor_data_layout_for_callbacks: false,
+            hlo_output_callbacks: ptr::null_mut(),
+            num_hlo_output_callbacks: 0,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! A PJRT client: the handle to the TPU chips attached to this host, needed
-//! to load and execute a compiled kernel (compiling needs none).
+//! to load and execute a compiled kernel (compiling needs none). Running a
+//! kernel on it is in `execute`.
 
 use pjrt_sys::PJRT_Client;
 
@@ -9,8 +10,8 @@ use super::plugin::{api_fn, raw_string, tpu_device_present, Plugin};
 
 /// The TPU devices of this host, opened through libtpu.
 pub struct Client {
-    plugin: &'static Plugin,
-    raw: *mut PJRT_Client,
+    pub(super) plugin: &'static Plugin,
+    pub(super) raw: *mut PJRT_Client,
     platform_version: String,
     device_count: usize,
 }

@@ -11,7 +11,7 @@ use prost::Message as _;
 
 use super::abi;
 use super::error::{source_locations, PjrtError};
-use super::plugin::{api_fn, named_value, numeric_value, raw_slice, raw_string, Plugin};
+use super::plugin::{api_fn, named_value, numeric_value, raw_slice, raw_string, Plugin, RawError};
 use super::target::TpuTarget;
 
 /// A kernel compiled for one TPU generation.
@@ -167,14 +167,7 @@ impl Topology {
     /// that want to query it further.
     pub fn compile_executable(&self, stablehlo: &str) -> Result<Executable, PjrtError> {
         let compile = api_fn!(self.plugin, PJRT_Compile)?;
-        const FORMAT: &str = "mlir";
-        let mut program = pjrt_sys::PJRT_Program::new();
-        // PJRT_Program's `code` is declared mutable because other calls fill
-        // it in; PJRT_Compile only reads it.
-        program.code = stablehlo.as_ptr().cast::<c_char>().cast_mut();
-        program.code_size = stablehlo.len();
-        program.format = FORMAT.as_ptr().cast::<c_char>();
-        program.format_size = FORMAT.len();
+        let program = mlir_program(stablehlo);
         let options = compile_options();
         let mut args = pjrt_sys::PJRT_Compile_Args::new();
         args.topology = self.raw;
@@ -185,26 +178,51 @@ impl Topology {
         // topology) outlives the call; the structs are unchanged since 0.54.
         let err = unsafe { compile(&mut args) };
         if let Some(e) = self.plugin.take_error(err) {
-            return Err(PjrtError::Compile {
-                target: self.target.to_string(),
-                status: e.status().to_string(),
-                locations: source_locations(&e.message),
-                message: e.message,
-            });
+            return Err(compile_failed(self.target, e));
         }
         if args.executable.is_null() {
-            return Err(PjrtError::Compile {
-                target: self.target.to_string(),
-                status: "UNKNOWN".into(),
-                message: "libtpu returned no executable and no error".into(),
-                locations: vec![],
-            });
+            return Err(no_executable(self.target));
         }
         Ok(Executable {
             plugin: self.plugin,
             raw: args.executable,
             target: self.target,
         })
+    }
+}
+
+/// The program PJRT compiles: `stablehlo` as MLIR text. The result points
+/// into `stablehlo` and must not outlive it.
+pub(super) fn mlir_program(stablehlo: &str) -> pjrt_sys::PJRT_Program {
+    const FORMAT: &str = "mlir";
+    let mut program = pjrt_sys::PJRT_Program::new();
+    // PJRT_Program's `code` is declared mutable because other calls fill it
+    // in; the compile calls only read it.
+    program.code = stablehlo.as_ptr().cast::<c_char>().cast_mut();
+    program.code_size = stablehlo.len();
+    program.format = FORMAT.as_ptr().cast::<c_char>();
+    program.format_size = FORMAT.len();
+    program
+}
+
+/// libtpu's rejection of a kernel compiled for `target`, with the `.pk`
+/// locations its message quotes.
+pub(super) fn compile_failed(target: TpuTarget, e: RawError) -> PjrtError {
+    PjrtError::Compile {
+        target: target.to_string(),
+        status: e.status().to_string(),
+        locations: source_locations(&e.message),
+        message: e.message,
+    }
+}
+
+/// A compile call that reported success but returned nothing.
+pub(super) fn no_executable(target: TpuTarget) -> PjrtError {
+    PjrtError::Compile {
+        target: target.to_string(),
+        status: "UNKNOWN".into(),
+        message: "libtpu returned no executable and no error".into(),
+        locations: vec![],
     }
 }
 
@@ -227,10 +245,12 @@ impl Drop for Topology {
 /// Only `executable_build_options` is set, with `num_replicas = 1` and
 /// `num_partitions = 1`: a kernel runs on one device, and these are what XLA
 /// assumes for an unsharded program. `device_ordinal` is -1 ("any device"),
-/// as there is no device to name when compiling ahead of time. Everything
-/// else keeps XLA's defaults: no argument layouts (the module's own row-major
-/// layouts apply), no SPMD partitioning, default debug options.
-fn compile_options() -> Vec<u8> {
+/// as there is no device to name when compiling ahead of time; on a TPU
+/// host, XLA's default assignment then places the program on device 0, the
+/// one a kernel runs on. Everything else keeps XLA's defaults: no argument
+/// layouts (the module's own row-major layouts apply), no SPMD partitioning,
+/// default debug options.
+pub(super) fn compile_options() -> Vec<u8> {
     CompileOptionsProto {
         executable_build_options: Some(ExecutableBuildOptionsProto {
             device_ordinal: -1,
@@ -245,9 +265,9 @@ fn compile_options() -> Vec<u8> {
 
 /// A compiled, unloaded executable.
 pub struct Executable {
-    plugin: &'static Plugin,
-    raw: *mut PJRT_Executable,
-    target: TpuTarget,
+    pub(super) plugin: &'static Plugin,
+    pub(super) raw: *mut PJRT_Executable,
+    pub(super) target: TpuTarget,
 }
 
 // SAFETY: PJRT objects may be used from any thread (the C API's contract);
@@ -257,7 +277,7 @@ unsafe impl Send for Executable {}
 unsafe impl Send for Topology {}
 
 impl Executable {
-    fn error(&self, operation: &'static str, message: String) -> PjrtError {
+    pub(super) fn error(&self, operation: &'static str, message: String) -> PjrtError {
         PjrtError::Executable {
             target: self.target.to_string(),
             operation,

@@ -115,7 +115,7 @@ pub enum PjrtError {
     #[error("no TPU device attached; AOT compile works, execution needs a TPU host")]
     #[diagnostic(
         code(PK2009),
-        help("run on a TPU VM to execute; here, `pkc build` compiles for every TPU generation and `pkc run` uses the CPU reference")
+        help("run on a TPU VM to execute; here, `pkc run --device cpu` (the default) runs the kernel on the CPU reference, and `pkc build --aot` compiles it for every TPU generation")
     )]
     NoTpuDevice {
         /// What libtpu said when asked for a client.
@@ -132,6 +132,20 @@ pub enum PjrtError {
     #[error("unknown TPU target `{name}`; known targets: {known}")]
     #[diagnostic(code(PK2011), help("write one of: {known}"))]
     UnknownTarget { name: String, known: String },
+
+    #[error("the TPU failed to {operation} ({status}): {message}")]
+    #[diagnostic(
+        code(PK2012),
+        help("RESOURCE_EXHAUSTED means the arrays do not fit the TPU's memory; other failures come from the TPU runtime: compare with `pkc run --device cpu`, and report the message with the kernel")
+    )]
+    Execute {
+        /// What pk asked of the TPU, e.g. "copy input `x` to the device".
+        operation: String,
+        /// The PJRT status name, e.g. `RESOURCE_EXHAUSTED`.
+        status: String,
+        /// libtpu's complete message.
+        message: String,
+    },
 }
 
 /// The long form of every `PK20xx` code, for `pkc explain`.
@@ -209,8 +223,8 @@ pub const EXPLANATIONS: &[Explanation] = &[
     Explanation {
         code: "PK2008",
         title: "executable-query-failed",
-        what: "Compilation succeeded but serializing the executable or reading its code size \
-               failed.",
+        what: "Compilation succeeded but a query of the executable failed: serializing it or \
+               reading its code size, or on a TPU host finding its device or its outputs.",
         why: "These calls only read the compiled program; failing is a libtpu or pk bug.",
         example: "Report the full message together with the libtpu version.",
     },
@@ -239,6 +253,18 @@ pub const EXPLANATIONS: &[Explanation] = &[
         example: "$ pkc build k.pk --target v7x\n\
                   error[PK2011]: unknown TPU target `v7x`; known targets: v4, v5e, v5p, v6e, tpu7x\n\
                   $ pkc build k.pk --target tpu7x",
+    },
+    Explanation {
+        code: "PK2012",
+        title: "tpu-execution-failed",
+        what: "The kernel compiled for the attached TPU, but copying an array to the device, \
+               running the kernel, or copying a result back failed.",
+        why: "Execution is where the TPU's memory (HBM) is allocated and the runtime checks \
+              each array against the compiled program; a failure there is not a mistake the \
+              type checker can see.",
+        example: "$ pkc run k.pk --device tpu --in x=x.npy --out y=y.npy\n\
+                  error[PK2012]: the TPU failed to copy input `x` to the device (RESOURCE_EXHAUSTED): ...\n\
+                  $ pkc run k.pk --device cpu --in x=x.npy --out y=y.npy   # the CPU reference",
     },
 ];
 
@@ -378,6 +404,11 @@ mod tests {
             PjrtError::UnknownTarget {
                 name: s(),
                 known: s(),
+            },
+            PjrtError::Execute {
+                operation: s(),
+                status: s(),
+                message: s(),
             },
         ]
     }

@@ -3,7 +3,8 @@
 //!
 //! What it is for: compiling a kernel's StableHLO module ahead of time for
 //! every TPU generation on a machine without a TPU, and recording what the
-//! real compiler says about it (code size, memory, cost, or its error).
+//! real compiler says about it (code size, memory, cost, or its error); and,
+//! on a TPU host, running the kernel ([`Client::run`], see `execute`).
 //!
 //! ```no_run
 //! use pk_runtime::pjrt::{Plugin, TpuTarget};
@@ -25,14 +26,18 @@
 //! functions next to the call it makes, each with the reason it is sound.
 
 mod abi;
+mod buffer;
 mod client;
 mod compile;
 mod error;
+mod execute;
 mod plugin;
 mod target;
 
+pub use buffer::{buffer_type, type_name, DeviceBuffer};
 pub use client::Client;
 pub use compile::{CompiledKernel, Executable, MemoryStats, Topology};
 pub use error::{source_locations, LibtpuOrigin, PjrtError, EXPLANATIONS, SETUP_COMMAND};
+pub use execute::LoadedExecutable;
 pub use plugin::{cache_libtpu_path, locate_libtpu, ApiVersion, Plugin, LIBTPU_VERSION};
 pub use target::TpuTarget;

@@ -132,7 +132,9 @@ impl Plugin {
     /// off Google Cloud, libtpu otherwise spends minutes retrying the cloud
     /// metadata server. On a multi-host TPU slice, set it to `0` beforehand.
     /// On a host without a TPU it also sets `TPU_WORKER_HOSTNAMES=localhost`
-    /// (again unless set), which only quiets libtpu's start-up log.
+    /// (again unless set), which only quiets libtpu's start-up log, and
+    /// `ALLOW_MULTIPLE_LIBTPU_LOAD=1`, so that several pk processes may load
+    /// libtpu at once (on a TPU host only one may).
     ///
     /// A failed initialisation is remembered: libtpu cannot be initialised
     /// twice in a process, so retrying could not succeed. A file that the
@@ -172,6 +174,12 @@ impl Plugin {
             // and libtpu logs a multi-line INVALID_ARGUMENT trace at start-up
             // unless told it is alone. Compilation is the same either way.
             set_default_env("TPU_WORKER_HOSTNAMES", "localhost");
+            // libtpu's lock file (/tmp/libtpu_lockfile) gives one process
+            // the host's TPU; without a TPU it guards nothing, yet a second
+            // pk process (a parallel build, or a run while one is going)
+            // would fail to initialise instead of compiling or reporting
+            // that there is no TPU.
+            set_default_env("ALLOW_MULTIPLE_LIBTPU_LOAD", "1");
         }
         let started = Instant::now();
         let load_err = |reason: String| PjrtError::LibtpuLoad {
