@@ -118,7 +118,8 @@ pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
     let mut kernels = Vec::new();
-    let mut warnings = Vec::new();
+    // The checker's warnings (of the first target) come first.
+    let mut warnings = module.warnings.clone();
     let mut errors = Vec::new();
     for k in &module.kernels {
         match build_kernel(&module, k, &source, opts) {
