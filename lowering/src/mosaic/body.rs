@@ -44,15 +44,21 @@ impl<'c, 'k> Lower<'c, 'k> {
         (loc, (file, line, col))
     }
 
+    /// The error for Tile IR that breaks an invariant of the kernel being
+    /// lowered.
+    pub fn invalid(&self, message: impl Into<String>, at: SourceLocation) -> MosaicError {
+        MosaicError::InvalidIr {
+            kernel: self.kernel.name.clone(),
+            message: message.into(),
+            at,
+        }
+    }
+
     pub fn val(&self, v: ir::Value) -> R<Val<'c>> {
-        self.values
-            .get(&v)
-            .copied()
-            .ok_or_else(|| MosaicError::InvalidIr {
-                kernel: self.kernel.name.clone(),
-                message: format!("value %{} is used before it is lowered", v.index()),
-                at: self.loc(Span::default()).1,
-            })
+        self.values.get(&v).copied().ok_or_else(|| {
+            let message = format!("value %{} is used before it is lowered", v.index());
+            self.invalid(message, self.loc(Span::default()).1)
+        })
     }
 
     pub fn ty(&self, v: ir::Value) -> &'k ir::Type {
@@ -65,14 +71,12 @@ impl<'c, 'k> Lower<'c, 'k> {
     }
 
     pub fn phys(&self, r: ir::RefId, at: &SourceLocation) -> R<PhysRef<'c>> {
-        self.refs
-            .get(&r)
-            .cloned()
-            .ok_or_else(|| MosaicError::InvalidIr {
-                kernel: self.kernel.name.clone(),
-                message: format!("ref &{} is not available here", r.index()),
-                at: at.clone(),
-            })
+        self.refs.get(&r).cloned().ok_or_else(|| {
+            self.invalid(
+                format!("ref &{} is not available here", r.index()),
+                at.clone(),
+            )
+        })
     }
 
     /// Lowers block `b` into `into`, whose arguments stand for the block's
@@ -80,10 +84,11 @@ impl<'c, 'k> Lower<'c, 'k> {
     pub fn block(&mut self, b: ir::BlockId, into: &Block<'c>) -> R<Vec<Val<'c>>> {
         let data = &self.f.blocks[b];
         for (i, p) in data.params.iter().enumerate() {
-            let arg = into.argument(i).map_err(|e| MosaicError::InvalidIr {
-                kernel: self.kernel.name.clone(),
-                message: format!("block parameter {i}: {e}"),
-                at: self.loc(Span::default()).1,
+            let arg = into.argument(i).map_err(|e| {
+                self.invalid(
+                    format!("block parameter {i}: {e}"),
+                    self.loc(Span::default()).1,
+                )
             })?;
             self.values.insert(*p, detach(arg));
         }
@@ -113,15 +118,12 @@ impl<'c, 'k> Lower<'c, 'k> {
         };
         let results = self.rule(at, op)?;
         if results.len() != op.results.len() {
-            return Err(MosaicError::InvalidIr {
-                kernel: self.kernel.name.clone(),
-                message: format!(
-                    "op lowered to {} results, expected {}",
-                    results.len(),
-                    op.results.len()
-                ),
-                at: src,
-            });
+            let message = format!(
+                "op lowered to {} results, expected {}",
+                results.len(),
+                op.results.len()
+            );
+            return Err(self.invalid(message, src));
         }
         for (r, v) in op.results.iter().zip(results) {
             self.values.insert(*r, v);

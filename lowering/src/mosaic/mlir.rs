@@ -18,8 +18,8 @@ use melior::ir::attribute::{
 };
 use melior::ir::r#type::{IntegerType, MemRefType};
 use melior::ir::{
-    Attribute, Block, BlockLike, Identifier, Location, Operation, OperationRef, Region, RegionLike,
-    Type, Value, ValueLike,
+    Attribute, Block, BlockLike, Identifier, Location, OperationRef, Region, RegionLike, Type,
+    Value, ValueLike,
 };
 use melior::Context;
 use pk_lang::ir::{DType, Space};
@@ -222,10 +222,9 @@ impl<'c> Mlir<'c> {
         text: &str,
         at: &SourceLocation,
     ) -> Result<Attribute<'c>, MosaicError> {
-        Attribute::parse(self.ctx, text).ok_or_else(|| MosaicError::Build {
-            op: text.to_string(),
-            message: format!("cannot parse attribute: {}", take(&self.diags)),
-            at: at.clone(),
+        Attribute::parse(self.ctx, text).ok_or_else(|| {
+            let message = format!("cannot parse attribute: {}", take(&self.diags));
+            build_error(text, message, at)
         })
     }
 
@@ -239,9 +238,31 @@ impl<'c> Mlir<'c> {
         attrs: &[(&str, Attribute<'c>)],
         regions: Vec<Region<'c>>,
     ) -> Result<Vec<Val<'c>>, MosaicError> {
-        let op = self.make(at, name, operands, results, attrs, regions)?;
+        let named: Vec<(Identifier<'c>, Attribute<'c>)> = attrs
+            .iter()
+            .map(|(k, v)| (Identifier::new(self.ctx, k), *v))
+            .collect();
+        let op = melior::ir::operation::OperationBuilder::new(name, at.loc)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&named)
+            .add_regions_vec(regions)
+            .build()
+            .map_err(|e| build_error(name, format!("{e} {}", take(&self.diags)), at.src))?;
         let op = at.block.append_operation(op);
         Ok(results_of(op))
+    }
+
+    /// Like [`Mlir::op`] for operations without results or regions.
+    pub fn op0(
+        &self,
+        at: At<'c, '_>,
+        name: &str,
+        operands: &[Val<'c>],
+        attrs: &[(&str, Attribute<'c>)],
+    ) -> Result<(), MosaicError> {
+        self.op(at, name, operands, &[], attrs, Vec::new())
+            .map(drop)
     }
 
     /// Like [`Mlir::op`] for single-result operations.
@@ -254,38 +275,22 @@ impl<'c> Mlir<'c> {
         attrs: &[(&str, Attribute<'c>)],
     ) -> Result<Val<'c>, MosaicError> {
         let r = self.op(at, name, operands, &[result], attrs, Vec::new())?;
-        r.into_iter().next().ok_or_else(|| MosaicError::Build {
-            op: name.to_string(),
-            message: "operation has no result".into(),
-            at: at.src.clone(),
-        })
+        r.into_iter()
+            .next()
+            .ok_or_else(|| build_error(name, "operation has no result", at.src))
     }
+}
 
-    /// Creates an operation without placing it.
-    pub fn make(
-        &self,
-        at: At<'c, '_>,
-        name: &str,
-        operands: &[Val<'c>],
-        results: &[Type<'c>],
-        attrs: &[(&str, Attribute<'c>)],
-        regions: Vec<Region<'c>>,
-    ) -> Result<Operation<'c>, MosaicError> {
-        let named: Vec<(Identifier<'c>, Attribute<'c>)> = attrs
-            .iter()
-            .map(|(k, v)| (Identifier::new(self.ctx, k), *v))
-            .collect();
-        melior::ir::operation::OperationBuilder::new(name, at.loc)
-            .add_operands(operands)
-            .add_results(results)
-            .add_attributes(&named)
-            .add_regions_vec(regions)
-            .build()
-            .map_err(|e| MosaicError::Build {
-                op: name.to_string(),
-                message: format!("{e} {}", take(&self.diags)),
-                at: at.src.clone(),
-            })
+/// The error for an operation (or attribute) that MLIR could not build.
+pub(crate) fn build_error(
+    op: &str,
+    message: impl Into<String>,
+    at: &SourceLocation,
+) -> MosaicError {
+    MosaicError::Build {
+        op: op.to_string(),
+        message: message.into(),
+        at: at.clone(),
     }
 }
 

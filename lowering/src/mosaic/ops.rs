@@ -5,7 +5,7 @@
 //! dialect at serialization version 11).
 
 use super::error::MosaicError;
-use super::mlir::{At, Mlir, Val};
+use super::mlir::{build_error, At, Mlir, Val};
 use melior::ir::r#type::TypeLike;
 use melior::ir::{Attribute, Region, Type, ValueLike};
 
@@ -15,6 +15,12 @@ type R<T> = Result<T, MosaicError>;
 /// ("failed to legalize operation" on a scalar operand, seen with libtpu
 /// 0.0.51); [`Mlir::same`] computes them on a one-element vector.
 const SCALAR_VIA_VECTOR: &[&str] = &["math.powf"];
+
+/// The operands `lead` followed by `rest` (memory operations list the
+/// value and memref before the indices).
+fn cat<'c>(lead: &[Val<'c>], rest: &[Val<'c>]) -> Vec<Val<'c>> {
+    [lead, rest].concat()
+}
 
 impl<'c> Mlir<'c> {
     /// `arith.constant` with a typed value attribute.
@@ -63,11 +69,7 @@ impl<'c> Mlir<'c> {
         let ty = operands
             .first()
             .map(|v| v.r#type())
-            .ok_or_else(|| MosaicError::Build {
-                op: name.to_string(),
-                message: "no operands".into(),
-                at: at.src.clone(),
-            })?;
+            .ok_or_else(|| build_error(name, "no operands", at.src))?;
         if !ty.is_vector() && SCALAR_VIA_VECTOR.contains(&name) {
             // The TPU's scalar unit has no such instruction: compute it on a
             // one-element vector and read the element back.
@@ -155,9 +157,7 @@ impl<'c> Mlir<'c> {
         idx: &[Val<'c>],
         ty: Type<'c>,
     ) -> R<Val<'c>> {
-        let mut ops = vec![mem];
-        ops.extend_from_slice(idx);
-        self.op1(at, "vector.load", &ops, ty, &[])
+        self.op1(at, "vector.load", &cat(&[mem], idx), ty, &[])
     }
 
     pub fn memref_load(
@@ -167,29 +167,21 @@ impl<'c> Mlir<'c> {
         idx: &[Val<'c>],
         ty: Type<'c>,
     ) -> R<Val<'c>> {
-        let mut ops = vec![mem];
-        ops.extend_from_slice(idx);
-        self.op1(at, "memref.load", &ops, ty, &[])
+        self.op1(at, "memref.load", &cat(&[mem], idx), ty, &[])
     }
 
     pub fn memref_store(&self, at: At<'c, '_>, v: Val<'c>, mem: Val<'c>, idx: &[Val<'c>]) -> R<()> {
-        let mut ops = vec![v, mem];
-        ops.extend_from_slice(idx);
-        self.op(at, "memref.store", &ops, &[], &[], Vec::new())
-            .map(drop)
+        self.op0(at, "memref.store", &cat(&[v, mem], idx), &[])
     }
 
     /// A region terminator: `scf.yield`, `func.return`.
     pub fn terminator(&self, at: At<'c, '_>, name: &str, vals: &[Val<'c>]) -> R<()> {
-        self.op(at, name, vals, &[], &[], Vec::new()).map(drop)
+        self.op0(at, name, vals, &[])
     }
 
     /// `scf.condition(cond) args`: ends the `before` region of `scf.while`.
     pub fn condition(&self, at: At<'c, '_>, cond: Val<'c>, args: &[Val<'c>]) -> R<()> {
-        let mut ops = vec![cond];
-        ops.extend_from_slice(args);
-        self.op(at, "scf.condition", &ops, &[], &[], Vec::new())
-            .map(drop)
+        self.op0(at, "scf.condition", &cat(&[cond], args), &[])
     }
 
     /// A structured control-flow op (`scf.if`, `scf.for`, `scf.while`).
@@ -215,22 +207,17 @@ impl<'c> Mlir<'c> {
         mem: Val<'c>,
         idx: &[Val<'c>],
     ) -> R<()> {
-        let mut ops = vec![v, mem];
-        ops.extend_from_slice(idx);
         let seg = [1, 1, idx.len() as i32, 0];
-        self.op(
+        self.op0(
             at,
             "tpu.vector_store",
-            &ops,
-            &[],
+            &cat(&[v, mem], idx),
             &[
                 ("add", self.bool_attr(false)),
                 ("operandSegmentSizes", self.i32_array(&seg)),
                 ("strides", self.i32_array(&[])),
             ],
-            Vec::new(),
         )
-        .map(drop)
     }
 
     /// `tpu.matmul` with explicit dimension numbers and a zero accumulator.
@@ -332,13 +319,11 @@ impl<'c> Mlir<'c> {
         offsets: &[Val<'c>],
         ty: Type<'c>,
     ) -> R<Val<'c>> {
-        let mut ops = vec![mem];
-        ops.extend_from_slice(offsets);
         let seg = [1, offsets.len() as i32, 0];
         self.op1(
             at,
             "tpu.memref_slice",
-            &ops,
+            &cat(&[mem], offsets),
             ty,
             &[("operandSegmentSizes", self.i32_array(&seg))],
         )
@@ -358,31 +343,25 @@ impl<'c> Mlir<'c> {
         dst: Val<'c>,
         sem: Val<'c>,
     ) -> R<()> {
-        self.op(
+        self.op0(
             at,
             "tpu.enqueue_dma",
             &[src, dst, sem],
-            &[],
             &[
                 ("operandSegmentSizes", self.i32_array(&[1, 0, 1, 1, 0, 0])),
                 ("priority", self.int_attr(self.int(32), 32, 0)),
             ],
-            Vec::new(),
         )
-        .map(drop)
     }
 
     /// `tpu.wait_dma2` for a local copy (segments: semaphore, source, target,
     /// device id, core id).
     pub fn tpu_wait_dma2(&self, at: At<'c, '_>, sem: Val<'c>, src: Val<'c>, dst: Val<'c>) -> R<()> {
-        self.op(
+        self.op0(
             at,
             "tpu.wait_dma2",
             &[sem, src, dst],
-            &[],
             &[("operandSegmentSizes", self.i32_array(&[1, 1, 1, 0, 0]))],
-            Vec::new(),
         )
-        .map(drop)
     }
 }

@@ -94,6 +94,32 @@ impl Fb {
         self.op(I::V128Const((b | b << 32 | b << 64 | b << 96) as i128))
     }
 
+    /// `memory.copy` of the (destination, source, bytes) on the stack.
+    pub fn memory_copy(&mut self) -> &mut Self {
+        self.op(I::MemoryCopy {
+            src_mem: 0,
+            dst_mem: 0,
+        })
+    }
+
+    /// Copies `lanes` 4-byte lanes from the address in local `src` to the
+    /// one in local `dst`.
+    pub fn copy_lanes(&mut self, dst: u32, src: u32, lanes: u64) -> &mut Self {
+        self.get(dst)
+            .get(src)
+            .u32c((lanes * 4) as u32)
+            .memory_copy()
+    }
+
+    /// Copies one 4-byte lane from the address in local `src` to the one in
+    /// local `dst`, through the stack rather than `memory.copy`.
+    pub fn copy_lane(&mut self, dst: u32, src: u32) -> &mut Self {
+        self.get(dst)
+            .get(src)
+            .op(I::I32Load(m32(0)))
+            .op(I::I32Store(m32(0)))
+    }
+
     /// `local += delta` for an i32 local.
     pub fn add_to(&mut self, l: u32, delta: i32) -> &mut Self {
         self.get(l).i32c(delta).op(I::I32Add).set(l)

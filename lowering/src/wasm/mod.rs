@@ -128,61 +128,49 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
     let loop_global = 0;
     let mut funcs: Vec<(String, Vec<ValType>, Vec<ValType>, Function)> = Vec::new();
     let grid = vec![ValType::I32; k.grid.len()];
-    {
-        let mut em = Em::new(
-            k,
-            &k.body,
-            &plan,
-            &slots,
-            &layout,
-            &mut helpers,
-            &mut sites,
-            imp,
-            loop_global,
-            opts.check_uninit,
-        );
-        if let Some(e) = k.body.entry {
-            em.block(e)?;
-        }
-        funcs.push((
-            abi::EXPORT_KERNEL.into(),
-            grid.clone(),
-            vec![],
-            em.fb.finish(),
-        ));
-    }
+    // The kernel body, then one index map per blocked operand: each takes
+    // the grid indices and returns what its entry block yields (the block
+    // indices of an index map; nothing for the verified kernel body).
     let empty = plan::Plan::default();
+    let mut bodies = vec![(
+        abi::EXPORT_KERNEL.to_string(),
+        &k.body,
+        &plan,
+        opts.check_uninit,
+        vec![],
+    )];
     for &i in &blocked {
-        let Some(b) = &k.operands[i].block else {
-            continue;
-        };
-        let f = &b.index_map;
+        if let Some(b) = &k.operands[i].block {
+            let results = vec![ValType::I32; k.operands[i].shape.len()];
+            bodies.push((
+                abi::index_map_export(i),
+                &b.index_map,
+                &empty,
+                false,
+                results,
+            ));
+        }
+    }
+    for (name, f, plan, check_uninit, results) in bodies {
         let mut em = Em::new(
             k,
             f,
-            &empty,
+            plan,
             &slots,
             &layout,
             &mut helpers,
             &mut sites,
             imp,
             loop_global,
-            false,
+            check_uninit,
         );
-        let ys = f.entry_block().yields.clone();
         if let Some(e) = f.entry {
             em.block(e)?;
         }
-        for y in ys {
+        for &y in &f.entry_block().yields {
             em.get(y);
         }
-        let results = vec![ValType::I32; k.operands[i].shape.len()];
-        funcs.push((
-            abi::index_map_export(i),
-            grid.clone(),
-            results,
-            em.fb.finish(),
-        ));
+        funcs.push((name, grid.clone(), results, em.fb.finish()));
     }
     for (h, f) in helpers.build_all() {
         funcs.push((

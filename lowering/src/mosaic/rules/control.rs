@@ -73,11 +73,7 @@ pub(crate) fn while_<'c>(
         .filter_map(|i| before.argument(i).ok().map(detach))
         .collect();
     let Some(&c) = ys.first() else {
-        return Err(crate::mosaic::error::MosaicError::InvalidIr {
-            kernel: cx.kernel.name.clone(),
-            message: "a while condition yields no value".into(),
-            at: at.src.clone(),
-        });
+        return Err(cx.invalid("a while condition yields no value", at.src.clone()));
     };
     cx.m.condition(
         At {

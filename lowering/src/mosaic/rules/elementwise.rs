@@ -404,15 +404,17 @@ fn convert<'c>(
     let out = ty_as(cx, t, to);
     use Kind::*;
     let (fb, tb) = (from.bits(), to.bits());
+    // The conversion in two steps, through dtype `via`.
+    let through = |cx: &mut Lower<'c, '_>, via: DType| -> R<Val<'c>> {
+        let w = convert(cx, at, v, t, via)?;
+        convert(cx, at, w, &t.with_dtype(via), to)
+    };
     match (kind(from), kind(to)) {
         _ if from == to => Ok(v),
         (Float, Float) if fb < tb => cx.m.convert(at, "arith.extf", v, out),
         (Float, Float) if fb > tb => cx.m.convert(at, "arith.truncf", v, out),
         // Two 8-bit float formats: through f32.
-        (Float, Float) => {
-            let w = convert(cx, at, v, t, DType::F32)?;
-            convert(cx, at, w, &t.with_dtype(DType::F32), to)
-        }
+        (Float, Float) => through(cx, DType::F32),
         (Signed | Unsigned, Signed | Unsigned) if fb == tb => Ok(v),
         (Signed, Signed | Unsigned) if fb < tb => cx.m.convert(at, "arith.extsi", v, out),
         (Unsigned | Bool, Signed | Unsigned) if fb < tb || from == DType::Bool => {
@@ -422,16 +424,9 @@ fn convert<'c>(
         (Float, Signed) => cx.m.convert(at, "arith.fptosi", v, out),
         (Signed, Float) => cx.m.convert(at, "arith.sitofp", v, out),
         // Unsigned bytes and booleans become floats through i32, which holds
-        // every value exactly.
-        (Unsigned | Bool, Float) => {
-            let w = convert(cx, at, v, t, DType::I32)?;
-            convert(cx, at, w, &t.with_dtype(DType::I32), to)
-        }
-        // Float to unsigned bytes: through i32, then truncation.
-        (Float, Unsigned) => {
-            let w = convert(cx, at, v, t, DType::I32)?;
-            convert(cx, at, w, &t.with_dtype(DType::I32), to)
-        }
+        // every value exactly; floats become unsigned bytes through i32, then
+        // truncation.
+        (Unsigned | Bool, Float) | (Float, Unsigned) => through(cx, DType::I32),
         // `x != 0`, widened to 32 bits first as Pallas does for narrow types.
         (Float | Signed | Unsigned, Bool) => {
             let wide = if from.is_float() {

@@ -67,15 +67,12 @@ fn rank_error(
     view: &RefView,
     phys: &PhysRef<'_>,
 ) -> MosaicError {
-    MosaicError::InvalidIr {
-        kernel: cx.kernel.name.clone(),
-        message: format!(
-            "a window of {} indices over a ref of rank {}",
-            view.index.len(),
-            phys.squeezed.iter().filter(|s| !**s).count()
-        ),
-        at: at.src.clone(),
-    }
+    let message = format!(
+        "a window of {} indices over a ref of rank {}",
+        view.index.len(),
+        phys.squeezed.iter().filter(|s| !**s).count()
+    );
+    cx.invalid(message, at.src.clone())
 }
 
 fn start_value<'c>(cx: &Lower<'c, '_>, at: At<'c, '_>, s: Start, index: bool) -> R<Val<'c>> {

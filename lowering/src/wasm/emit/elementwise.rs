@@ -10,8 +10,9 @@
 
 use super::{elems, is_f, lane_type, Em};
 use crate::wasm::abi::TrapKind;
-use crate::wasm::fb::{m128, m32, Fb};
+use crate::wasm::fb::{m128, Fb};
 use crate::wasm::math::Helper;
+use crate::wasm::plan::{same_lanes_bitcast, same_lanes_cast};
 use crate::wasm::Error;
 use pk_lang::ir::{BinaryOp, CmpOp, DType, Literal, OpId, OpKind, UnaryOp, Value};
 use wasm_encoder::{Instruction as I, ValType};
@@ -111,6 +112,42 @@ fn simd_helper(op: UnaryOp) -> Option<Helper> {
     })
 }
 
+/// The one instruction of a float unary op that has one, for a lane or for
+/// four lanes.
+fn float_unary_ins(op: UnaryOp, simd: bool) -> Option<I<'static>> {
+    use UnaryOp as U;
+    let (lane, lanes) = match op {
+        U::Neg => (I::F32Neg, I::F32x4Neg),
+        U::Abs => (I::F32Abs, I::F32x4Abs),
+        U::Sqrt => (I::F32Sqrt, I::F32x4Sqrt),
+        U::Floor => (I::F32Floor, I::F32x4Floor),
+        U::Ceil => (I::F32Ceil, I::F32x4Ceil),
+        U::Round => (I::F32Nearest, I::F32x4Nearest),
+        _ => return None,
+    };
+    Some(if simd { lanes } else { lane })
+}
+
+/// The comparison instruction of `op` on f32 or i32 lanes (`f`), for a
+/// lane or for four lanes; the result is 0 or 1 per lane for a scalar and
+/// 0 or all ones for a vector.
+fn compare_ins(op: CmpOp, f: bool, simd: bool) -> I<'static> {
+    let [f32, i32, f32x4, i32x4] = match op {
+        CmpOp::Eq => [I::F32Eq, I::I32Eq, I::F32x4Eq, I::I32x4Eq],
+        CmpOp::Ne => [I::F32Ne, I::I32Ne, I::F32x4Ne, I::I32x4Ne],
+        CmpOp::Lt => [I::F32Lt, I::I32LtS, I::F32x4Lt, I::I32x4LtS],
+        CmpOp::Le => [I::F32Le, I::I32LeS, I::F32x4Le, I::I32x4LeS],
+        CmpOp::Gt => [I::F32Gt, I::I32GtS, I::F32x4Gt, I::I32x4GtS],
+        CmpOp::Ge => [I::F32Ge, I::I32GeS, I::F32x4Ge, I::I32x4GeS],
+    };
+    match (f, simd) {
+        (true, false) => f32,
+        (false, false) => i32,
+        (true, true) => f32x4,
+        (false, true) => i32x4,
+    }
+}
+
 fn lane_helper(op: UnaryOp) -> Option<Helper> {
     Some(match op {
         UnaryOp::Sin => Helper::Sin,
@@ -131,7 +168,7 @@ impl Em<'_, '_> {
         if self.is_inline(r) {
             return Ok(());
         }
-        let (rule, ins): (Option<Rule>, Vec<Value>) = match &op.kind {
+        match &op.kind {
             OpKind::Const(l) => {
                 let push = |fb: &mut Fb, vec: bool| push_const(fb, *l, d, vec);
                 if rt.is_scalar() {
@@ -145,42 +182,22 @@ impl Em<'_, '_> {
                 return Ok(());
             }
             OpKind::Splat(x) => {
-                self.get(*x);
-                self.fb.op(if is_f(d) {
-                    I::F32x4Splat
-                } else {
-                    I::I32x4Splat
-                });
+                self.splat(*x, d);
                 self.fill_v128(r);
                 return Ok(());
             }
-            OpKind::Unary(u, a) => (Some(Rule::Unary(*u, d)), vec![*a]),
-            OpKind::Binary(b, x, y) => (Some(Rule::Binary(*b, d)), vec![*x, *y]),
-            OpKind::Compare(c, x, y) => {
-                (Some(Rule::Compare(*c, self.f.ty(*x).dtype())), vec![*x, *y])
+            // Casts that keep the lanes as they are share their operand's
+            // storage; they have no lane rule.
+            OpKind::Cast(a) if same_lanes_cast(self.f.ty(*a).dtype(), d) => {
+                return self.alias(*a, r);
             }
-            OpKind::Select {
-                cond,
-                on_true,
-                on_false,
-            } => (Some(Rule::Select), vec![*on_true, *on_false, *cond]),
-            OpKind::Cast(a) => {
-                let from = self.f.ty(*a).dtype();
-                if crate::wasm::plan::same_lanes_cast(from, d) {
-                    return self.alias(*a, r);
-                }
-                (Some(Rule::Cast(from, d)), vec![*a])
+            OpKind::Bitcast(a) if same_lanes_bitcast(self.f.ty(*a).dtype(), d) => {
+                return self.alias(*a, r);
             }
-            OpKind::Bitcast(a) => {
-                let from = self.f.ty(*a).dtype();
-                if crate::wasm::plan::same_lanes_bitcast(from, d) {
-                    return self.alias(*a, r);
-                }
-                (Some(Rule::Bitcast(from, d)), vec![*a])
-            }
-            _ => (None, Vec::new()),
-        };
-        let rule = rule.ok_or_else(|| Error::Internal("not an elementwise op".into()))?;
+            _ => {}
+        }
+        let (rule, ins) = super::fuse::rule_of(self.f, id)
+            .ok_or_else(|| Error::Internal("not an elementwise op".into()))?;
         if rt.is_scalar() {
             for &v in &ins {
                 self.get(v);
@@ -204,18 +221,10 @@ impl Em<'_, '_> {
                 let o = em.base(out, Some(i));
                 for &(a, dt) in &addrs {
                     let off = em.base(a, Some(i));
-                    em.fb.op(if is_f(dt) {
-                        I::F32Load(m32(off))
-                    } else {
-                        I::I32Load(m32(off))
-                    });
+                    em.lane_load(dt, off);
                 }
                 res = em.scalar_rule(rule);
-                em.fb.op(if is_f(d) {
-                    I::F32Store(m32(o))
-                } else {
-                    I::I32Store(m32(o))
-                });
+                em.lane_store(d, o);
             });
         }
         res
@@ -241,11 +250,9 @@ impl Em<'_, '_> {
         let fb = &mut self.fb;
         match rule {
             Rule::Unary(op, d) if is_f(d) => {
-                match op {
-                    U::Neg => fb.op(I::F32x4Neg),
-                    U::Abs => fb.op(I::F32x4Abs),
-                    U::Sqrt => fb.op(I::F32x4Sqrt),
-                    U::Rsqrt => {
+                match (float_unary_ins(op, true), op) {
+                    (Some(ins), _) => fb.op(ins),
+                    (None, U::Rsqrt) => {
                         let t = fb.local(ValType::V128);
                         fb.set(t)
                             .f32x4c(1.0)
@@ -253,16 +260,13 @@ impl Em<'_, '_> {
                             .op(I::F32x4Sqrt)
                             .op(I::F32x4Div)
                     }
-                    U::Floor => fb.op(I::F32x4Floor),
-                    U::Ceil => fb.op(I::F32x4Ceil),
-                    U::Round => fb.op(I::F32x4Nearest),
-                    U::Sign => {
+                    (None, U::Sign) => {
                         let t = fb.local(ValType::V128);
                         fb.set(t).f32x4c(1.0).f32x4c(-1.0).get(t);
                         fb.get(t).f32x4c(0.0).op(I::F32x4Lt).op(I::V128Bitselect);
                         fb.get(t).f32x4c(0.0).op(I::F32x4Gt).op(I::V128Bitselect)
                     }
-                    _ => {
+                    (None, _) => {
                         let h = simd_helper(op).unwrap_or(Helper::ExpV);
                         let t = fb.local(ValType::V128);
                         fb.set(t);
@@ -329,21 +333,7 @@ impl Em<'_, '_> {
                 canon_v(fb, d);
             }
             Rule::Compare(op, d) => {
-                let f = is_f(d);
-                fb.op(match (op, f) {
-                    (CmpOp::Eq, true) => I::F32x4Eq,
-                    (CmpOp::Ne, true) => I::F32x4Ne,
-                    (CmpOp::Lt, true) => I::F32x4Lt,
-                    (CmpOp::Le, true) => I::F32x4Le,
-                    (CmpOp::Gt, true) => I::F32x4Gt,
-                    (CmpOp::Ge, true) => I::F32x4Ge,
-                    (CmpOp::Eq, false) => I::I32x4Eq,
-                    (CmpOp::Ne, false) => I::I32x4Ne,
-                    (CmpOp::Lt, false) => I::I32x4LtS,
-                    (CmpOp::Le, false) => I::I32x4LeS,
-                    (CmpOp::Gt, false) => I::I32x4GtS,
-                    (CmpOp::Ge, false) => I::I32x4GeS,
-                });
+                fb.op(compare_ins(op, is_f(d), true));
                 fb.i32x4c(1).op(I::V128And);
             }
             Rule::Select => {
@@ -363,21 +353,7 @@ impl Em<'_, '_> {
             Rule::Binary(op, d) if is_f(d) => self.binary_f(op, d),
             Rule::Binary(op, d) => self.binary_i(op, d),
             Rule::Compare(op, d) => {
-                let f = is_f(d);
-                self.fb.op(match (op, f) {
-                    (CmpOp::Eq, true) => I::F32Eq,
-                    (CmpOp::Ne, true) => I::F32Ne,
-                    (CmpOp::Lt, true) => I::F32Lt,
-                    (CmpOp::Le, true) => I::F32Le,
-                    (CmpOp::Gt, true) => I::F32Gt,
-                    (CmpOp::Ge, true) => I::F32Ge,
-                    (CmpOp::Eq, false) => I::I32Eq,
-                    (CmpOp::Ne, false) => I::I32Ne,
-                    (CmpOp::Lt, false) => I::I32LtS,
-                    (CmpOp::Le, false) => I::I32LeS,
-                    (CmpOp::Gt, false) => I::I32GtS,
-                    (CmpOp::Ge, false) => I::I32GeS,
-                });
+                self.fb.op(compare_ins(op, is_f(d), false));
                 Ok(())
             }
             Rule::Select => {
@@ -395,30 +371,15 @@ impl Em<'_, '_> {
             return Err(self.unsupported(format!("`{op:?}` on {d}")));
         }
         let fb = &mut self.fb;
-        match op {
-            U::Neg => {
-                fb.op(I::F32Neg);
+        match (float_unary_ins(op, false), op) {
+            (Some(ins), _) => {
+                fb.op(ins);
             }
-            U::Abs => {
-                fb.op(I::F32Abs);
-            }
-            U::Sqrt => {
-                fb.op(I::F32Sqrt);
-            }
-            U::Rsqrt => {
+            (None, U::Rsqrt) => {
                 let t = fb.local(ValType::F32);
                 fb.set(t).f32c(1.0).get(t).op(I::F32Sqrt).op(I::F32Div);
             }
-            U::Floor => {
-                fb.op(I::F32Floor);
-            }
-            U::Ceil => {
-                fb.op(I::F32Ceil);
-            }
-            U::Round => {
-                fb.op(I::F32Nearest);
-            }
-            U::Sign => {
+            (None, U::Sign) => {
                 let t = fb.local(ValType::F32);
                 fb.set(t)
                     .f32c(1.0)
@@ -429,8 +390,8 @@ impl Em<'_, '_> {
                     .op(I::F32Lt);
                 fb.op(I::Select).get(t).f32c(0.0).op(I::F32Gt).op(I::Select);
             }
-            U::Not => return Err(self.unsupported("`not` on a float")),
-            _ => {
+            (None, U::Not) => return Err(self.unsupported("`not` on a float")),
+            (None, _) => {
                 if let Some(h) = simd_helper(op) {
                     let h = self.h.func(h);
                     fb.op(I::F32x4Splat)
@@ -547,30 +508,23 @@ impl Em<'_, '_> {
                 });
                 self.fb.op(I::End);
                 // x / -1 is a negation (which wraps for the minimum); the
-                // remainder is 0. Wasm would trap on i32::MIN / -1.
+                // remainder is 0. Wasm would trap on i32::MIN / -1, so that
+                // divisor becomes 1 and the result for -1 is selected after.
                 if op == B::Div {
                     self.fb.i32c(0).get(a).op(I::I32Sub);
-                    self.fb
-                        .get(a)
-                        .get(b)
-                        .i32c(1)
-                        .get(b)
-                        .i32c(-1)
-                        .op(I::I32Ne)
-                        .op(I::Select);
-                    self.fb.op(I::I32DivS);
                 } else {
                     self.fb.i32c(0);
-                    self.fb
-                        .get(a)
-                        .get(b)
-                        .i32c(1)
-                        .get(b)
-                        .i32c(-1)
-                        .op(I::I32Ne)
-                        .op(I::Select);
-                    self.fb.op(I::I32RemS);
                 }
+                self.fb
+                    .get(a)
+                    .get(b)
+                    .i32c(1)
+                    .get(b)
+                    .i32c(-1)
+                    .op(I::I32Ne)
+                    .op(I::Select);
+                self.fb
+                    .op(if op == B::Div { I::I32DivS } else { I::I32RemS });
                 self.fb.get(b).i32c(-1).op(I::I32Eq).op(I::Select);
             }
             B::Pow => {
@@ -617,21 +571,17 @@ impl Em<'_, '_> {
             (true, false) => {
                 fb.op(I::I32TruncSatF32S);
                 if let Some((lo, hi)) = int_range(to) {
+                    // Saturate: a value past a bound becomes the bound.
                     let t = fb.i32l();
-                    fb.set(t)
-                        .i32c(lo)
-                        .get(t)
-                        .get(t)
-                        .i32c(lo)
-                        .op(I::I32LtS)
-                        .op(I::Select);
-                    fb.set(t)
-                        .i32c(hi)
-                        .get(t)
-                        .get(t)
-                        .i32c(hi)
-                        .op(I::I32GtS)
-                        .op(I::Select);
+                    for (bound, past) in [(lo, I::I32LtS), (hi, I::I32GtS)] {
+                        fb.set(t)
+                            .i32c(bound)
+                            .get(t)
+                            .get(t)
+                            .i32c(bound)
+                            .op(past)
+                            .op(I::Select);
+                    }
                 }
             }
             (false, true) => {

@@ -225,14 +225,7 @@ impl Em<'_, '_> {
         let d = self.f.ty(v).dtype();
         match &self.f.ops[op].kind {
             OpKind::Const(l) => super::elementwise::push_const(&mut self.fb, *l, d, true),
-            OpKind::Splat(x) => {
-                self.get(*x);
-                self.fb.op(if is_f(d) {
-                    I::F32x4Splat
-                } else {
-                    I::I32x4Splat
-                });
-            }
+            OpKind::Splat(x) => self.splat(*x, d),
             OpKind::Broadcast(a) => {
                 let src = self.addr(*a);
                 match spread(self.f, *a, v) {

@@ -316,11 +316,7 @@ impl Em<'_, '_> {
             } else {
                 (run.addr, d)
             };
-            self.fb.get(dst).get(src).u32c((run.len * 4) as u32);
-            self.fb.op(I::MemoryCopy {
-                src_mem: 0,
-                dst_mem: 0,
-            });
+            self.fb.copy_lanes(dst, src, run.len);
             return;
         }
         let j = self.fb.i32l();

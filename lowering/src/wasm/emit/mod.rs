@@ -14,7 +14,7 @@ mod shape;
 pub(crate) use memory::view_kind;
 
 use super::abi::{DmaSite, DotSite, Loc, Site};
-use super::fb::Fb;
+use super::fb::{m32, Fb};
 use super::math::Helpers;
 use super::plan::{GroupKind, Plan};
 use super::Error;
@@ -241,6 +241,35 @@ impl<'a, 's> Em<'a, 's> {
         };
     }
 
+    /// Loads the lane of dtype `d` at the address on the stack plus `off`.
+    pub fn lane_load(&mut self, d: DType, off: u32) {
+        self.fb.op(if is_f(d) {
+            I::F32Load(m32(off))
+        } else {
+            I::I32Load(m32(off))
+        });
+    }
+
+    /// Stores the lane of dtype `d` on the stack at the address below it
+    /// plus `off`.
+    pub fn lane_store(&mut self, d: DType, off: u32) {
+        self.fb.op(if is_f(d) {
+            I::F32Store(m32(off))
+        } else {
+            I::I32Store(m32(off))
+        });
+    }
+
+    /// Pushes four lanes holding the scalar `x` of dtype `d`.
+    pub fn splat(&mut self, x: Value, d: DType) {
+        self.get(x);
+        self.fb.op(if is_f(d) {
+            I::F32x4Splat
+        } else {
+            I::I32x4Splat
+        });
+    }
+
     /// `memory.copy(dst, src, bytes)`.
     pub fn copy(&mut self, dst: Addr, src: Addr, bytes: u64) {
         if dst == src || bytes == 0 {
@@ -248,11 +277,7 @@ impl<'a, 's> Em<'a, 's> {
         }
         self.push_addr(dst);
         self.push_addr(src);
-        self.fb.u32c(bytes as u32);
-        self.fb.op(I::MemoryCopy {
-            src_mem: 0,
-            dst_mem: 0,
-        });
+        self.fb.u32c(bytes as u32).memory_copy();
     }
 
     /// Calls `trap(site, kind, a, b)` with `a` and `b` pushed by `args`.

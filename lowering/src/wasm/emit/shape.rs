@@ -4,7 +4,7 @@
 //! bulk copy, a splat fill, or a SIMD accumulation where the data allows.
 
 use super::elementwise::{canon, round_bf16};
-use super::{is_f, shape, Em};
+use super::{is_f, shape, Addr, Em};
 use crate::wasm::fb::{m128, m32};
 use crate::wasm::Error;
 use pk_lang::ir::{DType, ReduceOp, Value};
@@ -23,6 +23,14 @@ fn merge(dims: &[(u64, bool)]) -> Vec<(u64, bool)> {
         }
     }
     out
+}
+
+/// The extents of a shape before, at and after `axis`: the [A, N, B] view
+/// that reductions, rolls and iotas loop over.
+fn around(s: &[u64], axis: usize) -> (u64, u64, u64) {
+    let outer: u64 = s[..axis].iter().product();
+    let inner: u64 = s[axis + 1..].iter().product();
+    (outer, s[axis], inner)
 }
 
 impl Em<'_, '_> {
@@ -45,20 +53,45 @@ impl Em<'_, '_> {
             .op(I::Select);
     }
 
-    fn lane_load(&mut self, d: DType, off: u32) {
-        self.fb.op(if is_f(d) {
-            I::F32Load(m32(off))
-        } else {
-            I::I32Load(m32(off))
-        });
+    /// Sets two fresh locals to the addresses of tiles `a` and `r`, the
+    /// source and destination cursors of a copying loop nest; returns them
+    /// in that order.
+    fn cursors(&mut self, a: Value, r: Value) -> (u32, u32) {
+        let (src, dst) = (self.addr(a), self.addr(r));
+        let (s, o) = (self.fb.i32l(), self.fb.i32l());
+        self.push_addr(src);
+        self.fb.set(s);
+        self.push_addr(dst);
+        self.fb.set(o);
+        (s, o)
     }
 
-    fn lane_store(&mut self, d: DType, off: u32) {
-        self.fb.op(if is_f(d) {
-            I::F32Store(m32(off))
-        } else {
-            I::I32Store(m32(off))
+    /// `dst = base + i * stride` for the i32 local `i` and a stride in
+    /// bytes.
+    fn set_strided(&mut self, dst: u32, base: Addr, i: u32, stride: u64) {
+        self.push_addr(base);
+        self.fb
+            .get(i)
+            .u32c(stride as u32)
+            .op(I::I32Mul)
+            .op(I::I32Add)
+            .set(dst);
+    }
+
+    /// Stores the v128 in local `v` over the whole groups of four among
+    /// `lanes` lanes at the address in local `o`, counting bytes in local
+    /// `j`; returns the first lane left over, which the caller stores.
+    fn store_groups(&mut self, o: u32, j: u32, v: u32, lanes: u64) -> u64 {
+        let groups = lanes / 4;
+        self.count_loop(j, groups * 16, 16, |em| {
+            em.fb
+                .get(o)
+                .get(j)
+                .op(I::I32Add)
+                .get(v)
+                .op(I::V128Store(m128(0)));
         });
+        groups * 4
     }
 
     /// Repeats the size-1 dimensions of `a` to the shape of `r`.
@@ -70,12 +103,7 @@ impl Em<'_, '_> {
             .map(|(&o, &i)| (o, i == 1 && o != 1))
             .collect();
         let dims = merge(&dims);
-        let (src, dst) = (self.addr(a), self.addr(r));
-        let (s, o) = (self.fb.i32l(), self.fb.i32l());
-        self.push_addr(src);
-        self.fb.set(s);
-        self.push_addr(dst);
-        self.fb.set(o);
+        let (s, o) = self.cursors(a, r);
         self.bcast_nest(&dims, s, o);
         Ok(())
     }
@@ -84,11 +112,7 @@ impl Em<'_, '_> {
     /// current source and destination byte addresses.
     fn bcast_nest(&mut self, dims: &[(u64, bool)], s: u32, o: u32) {
         let Some((&(n, rep), rest)) = dims.split_first() else {
-            self.fb
-                .get(o)
-                .get(s)
-                .op(I::I32Load(m32(0)))
-                .op(I::I32Store(m32(0)));
+            self.fb.copy_lane(o, s);
             return;
         };
         if rest.is_empty() {
@@ -96,27 +120,14 @@ impl Em<'_, '_> {
                 // Fill n lanes with one value.
                 let (v, j) = (self.fb.local(ValType::V128), self.fb.i32l());
                 self.fb.get(s).op(I::V128Load32Splat(m32(0))).set(v);
-                let nvec = n / 4;
-                self.count_loop(j, nvec * 16, 16, |em| {
-                    em.fb
-                        .get(o)
-                        .get(j)
-                        .op(I::I32Add)
-                        .get(v)
-                        .op(I::V128Store(m128(0)));
-                });
-                for t in nvec * 4..n {
+                for t in self.store_groups(o, j, v, n)..n {
                     self.fb.get(o).get(v).op(I::V128Store32Lane {
                         memarg: m32((t * 4) as u32),
                         lane: 0,
                     });
                 }
             } else {
-                self.fb.get(o).get(s).u32c((n * 4) as u32);
-                self.fb.op(I::MemoryCopy {
-                    src_mem: 0,
-                    dst_mem: 0,
-                });
+                self.fb.copy_lanes(o, s, n);
             }
             return;
         }
@@ -125,19 +136,9 @@ impl Em<'_, '_> {
         let (c, s0, o0) = (self.fb.i32l(), self.fb.i32l(), self.fb.i32l());
         self.fb.get(s).set(s0).get(o).set(o0);
         self.count_loop(c, n, 1, |em| {
-            em.fb
-                .get(o0)
-                .get(c)
-                .u32c((inner_out * 4) as u32)
-                .op(I::I32Mul);
-            em.fb.op(I::I32Add).set(o);
+            em.set_strided(o, Addr::Local(o0), c, inner_out * 4);
             if !rep {
-                em.fb
-                    .get(s0)
-                    .get(c)
-                    .u32c((inner_in * 4) as u32)
-                    .op(I::I32Mul);
-                em.fb.op(I::I32Add).set(s);
+                em.set_strided(s, Addr::Local(s0), c, inner_in * 4);
             } else {
                 em.fb.get(s0).set(s);
             }
@@ -166,50 +167,31 @@ impl Em<'_, '_> {
                 _ => dims.push((n, st)),
             }
         }
-        let (src, dst) = (self.addr(a), self.addr(r));
-        let (s, o) = (self.fb.i32l(), self.fb.i32l());
-        self.push_addr(src);
-        self.fb.set(s);
-        self.push_addr(dst);
-        self.fb.set(o);
+        let (s, o) = self.cursors(a, r);
         self.transpose_nest(&dims, s, o);
         Ok(())
     }
 
     fn transpose_nest(&mut self, dims: &[(u64, u64)], s: u32, o: u32) {
         let Some((&(n, st), rest)) = dims.split_first() else {
-            self.fb
-                .get(o)
-                .get(s)
-                .op(I::I32Load(m32(0)))
-                .op(I::I32Store(m32(0)));
-            self.fb.add_to(o, 4);
+            self.fb.copy_lane(o, s).add_to(o, 4);
             return;
         };
         if rest.is_empty() && st == 1 {
-            self.fb.get(o).get(s).u32c((n * 4) as u32);
-            self.fb.op(I::MemoryCopy {
-                src_mem: 0,
-                dst_mem: 0,
-            });
-            self.fb.add_to(o, (n * 4) as i32);
+            self.fb.copy_lanes(o, s, n).add_to(o, (n * 4) as i32);
             return;
         }
         let (c, s0) = (self.fb.i32l(), self.fb.i32l());
         self.fb.get(s).set(s0);
         self.count_loop(c, n, 1, |em| {
-            em.fb.get(s0).get(c).u32c((st * 4) as u32).op(I::I32Mul);
-            em.fb.op(I::I32Add).set(s);
+            em.set_strided(s, Addr::Local(s0), c, st * 4);
             em.transpose_nest(rest, s, o);
         });
     }
 
     /// Each element is its index along `dim`.
     pub(super) fn iota(&mut self, dim: usize, r: Value) -> Result<(), Error> {
-        let s = shape(self.f, r);
-        let outer: u64 = s[..dim].iter().product();
-        let n = s[dim];
-        let inner: u64 = s[dim + 1..].iter().product();
+        let (outer, n, inner) = around(&shape(self.f, r), dim);
         let out = self.addr(r);
         let (o, a, m, v, j) = (
             self.fb.i32l(),
@@ -228,16 +210,7 @@ impl Em<'_, '_> {
                     return;
                 }
                 em.fb.get(m).op(I::I32x4Splat).set(v);
-                let nvec = inner / 4;
-                em.count_loop(j, nvec * 16, 16, |em| {
-                    em.fb
-                        .get(o)
-                        .get(j)
-                        .op(I::I32Add)
-                        .get(v)
-                        .op(I::V128Store(m128(0)));
-                });
-                for t in nvec * 4..inner {
+                for t in em.store_groups(o, j, v, inner)..inner {
                     em.fb.get(o).get(m).op(I::I32Store(m32((t * 4) as u32)));
                 }
                 em.fb.add_to(o, (inner * 4) as i32);
@@ -254,10 +227,7 @@ impl Em<'_, '_> {
         axis: usize,
         r: Value,
     ) -> Result<(), Error> {
-        let s = shape(self.f, value);
-        let outer: u64 = s[..axis].iter().product();
-        let n = s[axis];
-        let inner: u64 = s[axis + 1..].iter().product();
+        let (outer, n, inner) = around(&shape(self.f, value), axis);
         let d = self.f.ty(value).dtype();
         let (src, dst) = (self.addr(value), self.addr(r));
         if matches!(d, DType::F8E4M3FN | DType::F8E5M2) {
@@ -273,13 +243,7 @@ impl Em<'_, '_> {
         self.push_addr(dst);
         self.fb.set(op_);
         self.count_loop(a, outer, 1, |em| {
-            em.push_addr(src);
-            em.fb
-                .get(a)
-                .u32c((n * inner * 4) as u32)
-                .op(I::I32Mul)
-                .op(I::I32Add)
-                .set(sp);
+            em.set_strided(sp, src, a, n * inner * 4);
             if inner == 1 && !arg {
                 em.fb.get(op_);
                 em.reduce_row(op, d, sp, n);
@@ -368,11 +332,7 @@ impl Em<'_, '_> {
         let (vop, sop) = combine(op, f);
         let (i, j, row) = (self.fb.i32l(), self.fb.i32l(), self.fb.i32l());
         // Start from row 0, then fold rows 1.. into the output.
-        self.fb.get(out).get(sp).u32c((inner * 4) as u32);
-        self.fb.op(I::MemoryCopy {
-            src_mem: 0,
-            dst_mem: 0,
-        });
+        self.fb.copy_lanes(out, sp, inner);
         let nvec = inner / 4;
         self.count_loop(i, n.saturating_sub(1), 1, |em| {
             em.fb
@@ -471,10 +431,7 @@ impl Em<'_, '_> {
         axis: usize,
         r: Value,
     ) -> Result<(), Error> {
-        let s = shape(self.f, value);
-        let outer: u64 = s[..axis].iter().product();
-        let n = s[axis];
-        let inner: u64 = s[axis + 1..].iter().product();
+        let (outer, n, inner) = around(&shape(self.f, value), axis);
         let row = (inner * 4) as u32;
         let (src, dst) = (self.addr(value), self.addr(r));
         let (k, a, sp, dp) = (
@@ -494,12 +451,10 @@ impl Em<'_, '_> {
         self.fb.op(I::If(BlockType::Empty));
         self.fb.add_to(k, n as i32);
         self.fb.op(I::End);
-        let block = (n * inner * 4) as u32;
+        let block = n * inner * 4;
         self.count_loop(a, outer, 1, |em| {
-            em.push_addr(src);
-            em.fb.get(a).u32c(block).op(I::I32Mul).op(I::I32Add).set(sp);
-            em.push_addr(dst);
-            em.fb.get(a).u32c(block).op(I::I32Mul).op(I::I32Add).set(dp);
+            em.set_strided(sp, src, a, block);
+            em.set_strided(dp, dst, a, block);
             // out[k..n] = in[0..n-k]
             em.fb.get(dp).get(k).u32c(row).op(I::I32Mul).op(I::I32Add);
             em.fb.get(sp);
@@ -509,10 +464,7 @@ impl Em<'_, '_> {
                 .op(I::I32Sub)
                 .u32c(row)
                 .op(I::I32Mul);
-            em.fb.op(I::MemoryCopy {
-                src_mem: 0,
-                dst_mem: 0,
-            });
+            em.fb.memory_copy();
             // out[0..k] = in[n-k..n]
             em.fb.get(dp);
             em.fb
@@ -523,11 +475,7 @@ impl Em<'_, '_> {
                 .u32c(row)
                 .op(I::I32Mul);
             em.fb.op(I::I32Add);
-            em.fb.get(k).u32c(row).op(I::I32Mul);
-            em.fb.op(I::MemoryCopy {
-                src_mem: 0,
-                dst_mem: 0,
-            });
+            em.fb.get(k).u32c(row).op(I::I32Mul).memory_copy();
         });
         Ok(())
     }

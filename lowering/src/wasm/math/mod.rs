@@ -5,6 +5,7 @@
 //! whether it sits in a tile or in a scalar. The helpers that work on one
 //! f32 at a time are called once per lane by vector code.
 
+mod arith;
 mod scalar;
 mod simd;
 
@@ -32,31 +33,29 @@ pub(crate) enum Helper {
     CheckInit,
 }
 
+/// A helper's parameter and result types.
+type Signature = (&'static [ValType], &'static [ValType]);
+
 impl Helper {
-    pub fn params(self) -> &'static [ValType] {
+    fn signature(self) -> Signature {
         use ValType::*;
         match self {
             Helper::ExpV | Helper::Exp2V | Helper::LogV | Helper::TanhV | Helper::LogisticV => {
-                &[V128]
+                (&[V128], &[V128])
             }
-            Helper::Exp64 | Helper::Log64 => &[F64],
-            Helper::Sin | Helper::Cos | Helper::Erf | Helper::Log1p => &[F32],
-            Helper::Pow | Helper::Fmod => &[F32, F32],
-            Helper::IPow | Helper::CheckInit => &[I32, I32],
+            Helper::Exp64 | Helper::Log64 => (&[F64], &[F64]),
+            Helper::Sin | Helper::Cos | Helper::Erf | Helper::Log1p => (&[F32], &[F32]),
+            Helper::Pow | Helper::Fmod => (&[F32, F32], &[F32]),
+            Helper::IPow | Helper::CheckInit => (&[I32, I32], &[I32]),
         }
     }
 
+    pub fn params(self) -> &'static [ValType] {
+        self.signature().0
+    }
+
     pub fn results(self) -> &'static [ValType] {
-        use ValType::*;
-        match self {
-            Helper::ExpV | Helper::Exp2V | Helper::LogV | Helper::TanhV | Helper::LogisticV => {
-                &[V128]
-            }
-            Helper::Exp64 | Helper::Log64 => &[F64],
-            Helper::Sin | Helper::Cos | Helper::Erf | Helper::Log1p => &[F32],
-            Helper::Pow | Helper::Fmod => &[F32],
-            Helper::IPow | Helper::CheckInit => &[I32],
-        }
+        self.signature().1
     }
 
     /// The name shown in the WAT and in profiles.

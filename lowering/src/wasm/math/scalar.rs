@@ -8,20 +8,12 @@
 //! polynomials are evaluated in double.
 
 use super::super::fb::Fb;
+use super::arith::{horner, periods, reduce, square, Arith};
 use super::{Helper, Helpers};
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
 const D: ValType = ValType::F64;
 const L: ValType = ValType::I64;
-
-/// Pushes the Horner polynomial `c[0] x^(n-1) + ... + c[n-1]` for an f64
-/// local `x`.
-fn horner64(fb: &mut Fb, x: u32, c: &[f64]) {
-    fb.f64c(c[0]);
-    for &k in &c[1..] {
-        fb.get(x).op(I::F64Mul).f64c(k).op(I::F64Add);
-    }
-}
 
 /// `if (cond) return value` where both are pushed by the closures.
 fn return_if(fb: &mut Fb, cond: impl FnOnce(&mut Fb), value: impl FnOnce(&mut Fb)) {
@@ -55,13 +47,31 @@ fn return_if_f64(fb: &mut Fb, x: u32, cmp: I<'static>, c: f64, r: Ret) {
     );
 }
 
+/// Pushes whether the float local `x` is NaN, the one value not equal to
+/// itself; `ne` is the `F32Ne` or `F64Ne` of its type.
+fn is_nan(fb: &mut Fb, x: u32, ne: I<'static>) {
+    fb.get(x).get(x).op(ne);
+}
+
+/// Pushes whether the f32 local `x` is infinite or NaN: `x - x` is NaN
+/// exactly then.
+fn not_finite(fb: &mut Fb, x: u32) {
+    fb.get(x)
+        .get(x)
+        .op(I::F32Sub)
+        .get(x)
+        .get(x)
+        .op(I::F32Sub)
+        .op(I::F32Ne);
+}
+
 /// `if x is NaN { return x }` for a float local `x`; `ne` is the `F32Ne` or
 /// `F64Ne` of its type.
 fn return_nan(fb: &mut Fb, x: u32, ne: I<'static>) {
     return_if(
         fb,
         |f| {
-            f.get(x).get(x).op(ne);
+            is_nan(f, x, ne);
         },
         |f| {
             f.get(x);
@@ -101,11 +111,7 @@ pub(super) fn exp64(fb: &mut Fb) {
         Ret::F64(f64::INFINITY),
     );
     return_if_f64(fb, x, I::F64Lt, -745.133_219_101_941_2, Ret::F64(0.0));
-    fb.get(x)
-        .f64c(std::f64::consts::LOG2_E)
-        .op(I::F64Mul)
-        .op(I::F64Nearest)
-        .set(k);
+    periods(fb, Arith::F64, x, std::f64::consts::LOG2_E, k);
     fb.get(x)
         .get(k)
         .f64c(0.6931471803691238)
@@ -117,9 +123,10 @@ pub(super) fn exp64(fb: &mut Fb) {
         .op(I::F64Mul)
         .set(lo);
     fb.get(hi).get(lo).op(I::F64Sub).set(r);
-    fb.get(r).get(r).op(I::F64Mul).set(t);
-    horner64(
+    square(fb, Arith::F64, r, t);
+    horner(
         fb,
+        Arith::F64,
         t,
         &[
             4.138_136_797_057_238_5e-8,
@@ -195,11 +202,12 @@ pub(super) fn log64(fb: &mut Fb) {
         .op(I::F64Add)
         .op(I::F64Div)
         .set(s);
-    fb.get(s).get(s).op(I::F64Mul).set(z);
-    fb.get(z).get(z).op(I::F64Mul).set(w);
+    square(fb, Arith::F64, s, z);
+    square(fb, Arith::F64, z, w);
     // R = z (Lg1 + w (Lg3 + w (Lg5 + w Lg7))) + w (Lg2 + w (Lg4 + w Lg6))
-    horner64(
+    horner(
         fb,
+        Arith::F64,
         w,
         &[
             1.479_819_860_511_658_6e-1,
@@ -209,8 +217,9 @@ pub(super) fn log64(fb: &mut Fb) {
         ],
     );
     fb.get(z).op(I::F64Mul);
-    horner64(
+    horner(
         fb,
+        Arith::F64,
         w,
         &[
             1.531_383_769_920_937_3e-1,
@@ -260,13 +269,7 @@ pub(super) fn sincos(fb: &mut Fb, cos: bool) {
     return_if(
         fb,
         |b| {
-            b.get(x)
-                .get(x)
-                .op(I::F32Sub)
-                .get(x)
-                .get(x)
-                .op(I::F32Sub)
-                .op(I::F32Ne);
+            not_finite(b, x);
         },
         |b| {
             b.get(x).get(x).op(I::F32Sub);
@@ -287,40 +290,37 @@ pub(super) fn sincos(fb: &mut Fb, cos: bool) {
         },
     );
     fb.get(x).op(I::F64PromoteF32).set(xd);
-    fb.get(xd)
-        .f64c(std::f64::consts::FRAC_2_PI)
-        .op(I::F64Mul)
-        .op(I::F64Nearest)
-        .set(j);
-    fb.get(xd)
-        .get(j)
-        .f64c(1.570_796_310_901_641_8)
-        .op(I::F64Mul)
-        .op(I::F64Sub);
-    fb.get(j)
-        .f64c(1.589_325_477_352_819_7e-8)
-        .op(I::F64Mul)
-        .op(I::F64Sub)
-        .set(r);
+    reduce(
+        fb,
+        Arith::F64,
+        xd,
+        j,
+        std::f64::consts::FRAC_2_PI,
+        1.570_796_310_901_641_8,
+        1.589_325_477_352_819_7e-8,
+    );
+    fb.set(r);
     fb.get(j).op(I::I64TruncSatF64S).op(I::I32WrapI64);
     fb.i32c(i32::from(cos))
         .op(I::I32Add)
         .i32c(3)
         .op(I::I32And)
         .set(n);
-    fb.get(r).get(r).op(I::F64Mul).set(z);
-    fb.get(z).get(z).op(I::F64Mul).set(w);
+    square(fb, Arith::F64, r, z);
+    square(fb, Arith::F64, z, w);
     // __sindf: r + r z (S1 + z S2) + r z w (S3 + z S4)
     fb.get(r).get(r).get(z).op(I::F64Mul);
-    horner64(
+    horner(
         fb,
+        Arith::F64,
         z,
         &[8.333_329_385_889_463e-3, -1.666_666_664_162_652_4e-1],
     );
     fb.op(I::F64Mul).op(I::F64Add);
     fb.get(r).get(z).op(I::F64Mul).get(w).op(I::F64Mul);
-    horner64(
+    horner(
         fb,
+        Arith::F64,
         z,
         &[2.718_311_493_989_822e-6, -1.983_933_483_609_663_2e-4],
     );
@@ -336,8 +336,9 @@ pub(super) fn sincos(fb: &mut Fb, cos: bool) {
         .op(I::F64Mul)
         .op(I::F64Add);
     fb.get(w).get(z).op(I::F64Mul);
-    horner64(
+    horner(
         fb,
+        Arith::F64,
         z,
         &[2.439_044_879_627_741e-5, -1.388_676_377_460_993e-3],
     );
@@ -378,7 +379,7 @@ pub(super) fn erf(fb: &mut Fb, h: &mut Helpers) {
         .tee(a)
         .tee(t)
         .set(sum);
-    fb.get(a).get(a).op(I::F64Mul).set(x2);
+    square(fb, Arith::F64, a, x2);
     fb.f64c(1.0).set(n);
     fb.op(I::Loop(BlockType::Empty));
     fb.get(t).get(x2).op(I::F64Mul).f64c(2.0).op(I::F64Mul);
@@ -453,13 +454,9 @@ pub(super) fn pow(fb: &mut Fb, h: &mut Helpers) {
     return_if(
         fb,
         |b| {
-            b.get(x)
-                .get(x)
-                .op(I::F32Ne)
-                .get(y)
-                .get(y)
-                .op(I::F32Ne)
-                .op(I::I32Or);
+            is_nan(b, x, I::F32Ne);
+            is_nan(b, y, I::F32Ne);
+            b.op(I::I32Or);
         },
         |b| {
             b.f32c(f32::NAN);
@@ -541,14 +538,10 @@ pub(super) fn fmod(fb: &mut Fb) {
         fb,
         |b| {
             b.get(y).f32c(0.0).op(I::F32Eq);
-            b.get(x)
-                .get(x)
-                .op(I::F32Sub)
-                .get(x)
-                .get(x)
-                .op(I::F32Sub)
-                .op(I::F32Ne);
-            b.op(I::I32Or).get(y).get(y).op(I::F32Ne).op(I::I32Or);
+            not_finite(b, x);
+            b.op(I::I32Or);
+            is_nan(b, y, I::F32Ne);
+            b.op(I::I32Or);
         },
         |b| {
             b.f32c(f32::NAN);
@@ -559,14 +552,14 @@ pub(super) fn fmod(fb: &mut Fb) {
     fb.op(I::Block(BlockType::Empty));
     fb.get(r).get(ay).op(I::F64Lt).op(I::BrIf(0));
     fb.op(I::Loop(BlockType::Empty));
-    fb.get(r)
-        .op(I::I64ReinterpretF64)
-        .op(I::I64Const(52))
-        .op(I::I64ShrU);
-    fb.get(ay)
-        .op(I::I64ReinterpretF64)
-        .op(I::I64Const(52))
-        .op(I::I64ShrU);
+    // k = the difference of the biased exponents (both values are positive,
+    // so the bits above the mantissa are the exponent).
+    for v in [r, ay] {
+        fb.get(v)
+            .op(I::I64ReinterpretF64)
+            .op(I::I64Const(52))
+            .op(I::I64ShrU);
+    }
     fb.op(I::I64Sub).set(k);
     fb.get(ay);
     pow2_64(fb, k);

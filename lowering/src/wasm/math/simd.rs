@@ -12,23 +12,29 @@
 //! results that underflow are rounded into the subnormal range.
 
 use super::super::fb::Fb;
+use super::arith::{horner, reduce, square, Arith};
 use super::{Helper, Helpers};
 use wasm_encoder::{Instruction as I, ValType};
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 
-/// Pushes `c[0] * x^(n-1) + ... + c[n-1]` (Horner) for an f32x4 local `x`.
-pub(super) fn horner(fb: &mut Fb, x: u32, c: &[f32]) {
-    fb.f32x4c(c[0]);
-    for &k in &c[1..] {
-        fb.get(x).op(I::F32x4Mul).f32x4c(k).op(I::F32x4Add);
-    }
+/// `x = min(max(x, lo), hi)` for an f32x4 local `x`; NaN lanes stay NaN.
+fn clamp(fb: &mut Fb, x: u32, lo: f32, hi: f32) {
+    fb.get(x)
+        .f32x4c(lo)
+        .op(I::F32x4Max)
+        .f32x4c(hi)
+        .op(I::F32x4Min);
+    fb.set(x);
 }
 
-/// Multiplies the f32x4 on the stack by `2^n` for the i32x4 local `n`
-/// (|n| <= 252), in two steps so that each factor is a normal number and a
-/// result in the subnormal range is rounded once.
-fn scale2(fb: &mut Fb, n: u32) {
+/// Pushes `p 2^n` for the f32x4 local `p` and the f32x4 local `n` of whole
+/// numbers (|n| <= 252), which becomes i32x4 in place. The product is made
+/// in two steps so that each factor is a normal number and a result in the
+/// subnormal range is rounded once.
+fn scale2(fb: &mut Fb, p: u32, n: u32) {
+    fb.get(n).op(I::I32x4TruncSatF32x4S).set(n);
+    fb.get(p);
     let h = fb.local(ValType::V128);
     fb.get(n).i32c(1).op(I::I32x4ShrS).set(h);
     fb.get(h)
@@ -47,30 +53,13 @@ pub(super) fn exp(fb: &mut Fb, x: u32) {
     let (n, r, z, p) = (fb.local(V), fb.local(V), fb.local(V), fb.local(V));
     // Clamping keeps n in [-150, 128]: anything below underflows to 0,
     // anything above overflows to inf, and NaN passes through min/max.
-    fb.get(x)
-        .f32x4c(-104.0)
-        .op(I::F32x4Max)
-        .f32x4c(89.0)
-        .op(I::F32x4Min);
-    fb.set(x);
-    fb.get(x)
-        .f32x4c(LOG2E)
-        .op(I::F32x4Mul)
-        .op(I::F32x4Nearest)
-        .set(n);
-    fb.get(x)
-        .get(n)
-        .f32x4c(0.6933594)
-        .op(I::F32x4Mul)
-        .op(I::F32x4Sub);
-    fb.get(n)
-        .f32x4c(-2.121_944_4e-4)
-        .op(I::F32x4Mul)
-        .op(I::F32x4Sub);
+    clamp(fb, x, -104.0, 89.0);
+    reduce(fb, Arith::F32x4, x, n, LOG2E, 0.6933594, -2.121_944_4e-4);
     fb.set(r);
-    fb.get(r).get(r).op(I::F32x4Mul).set(z);
+    square(fb, Arith::F32x4, r, z);
     horner(
         fb,
+        Arith::F32x4,
         r,
         &[
             1.987_569_1e-4,
@@ -83,24 +72,18 @@ pub(super) fn exp(fb: &mut Fb, x: u32) {
     );
     fb.get(z).op(I::F32x4Mul).get(r).op(I::F32x4Add);
     fb.f32x4c(1.0).op(I::F32x4Add).set(p);
-    fb.get(n).op(I::I32x4TruncSatF32x4S).set(n);
-    fb.get(p);
-    scale2(fb, n);
+    scale2(fb, p, n);
 }
 
 /// 2^x: x = n + r, |r| <= 1/2, 2^r by the Cephes `exp2f` polynomial.
 pub(super) fn exp2(fb: &mut Fb, x: u32) {
     let (n, r, p) = (fb.local(V), fb.local(V), fb.local(V));
-    fb.get(x)
-        .f32x4c(-151.0)
-        .op(I::F32x4Max)
-        .f32x4c(129.0)
-        .op(I::F32x4Min);
-    fb.set(x);
+    clamp(fb, x, -151.0, 129.0);
     fb.get(x).op(I::F32x4Nearest).set(n);
     fb.get(x).get(n).op(I::F32x4Sub).set(r);
     horner(
         fb,
+        Arith::F32x4,
         r,
         &[
             1.535_336_2e-4,
@@ -112,9 +95,7 @@ pub(super) fn exp2(fb: &mut Fb, x: u32) {
         ],
     );
     fb.get(r).op(I::F32x4Mul).f32x4c(1.0).op(I::F32x4Add).set(p);
-    fb.get(n).op(I::I32x4TruncSatF32x4S).set(n);
-    fb.get(p);
-    scale2(fb, n);
+    scale2(fb, p, n);
 }
 
 /// ln(x), Cephes `logf`: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln(m) by
@@ -167,9 +148,10 @@ pub(super) fn log(fb: &mut Fb, x: u32) {
         .op(I::V128Bitselect)
         .op(I::F32x4Add);
     fb.f32x4c(1.0).op(I::F32x4Sub).set(m);
-    fb.get(m).get(m).op(I::F32x4Mul).set(z);
+    square(fb, Arith::F32x4, m, z);
     horner(
         fb,
+        Arith::F32x4,
         m,
         &[
             7.037_683_6e-2,
@@ -224,9 +206,10 @@ pub(super) fn tanh(fb: &mut Fb, h: &mut Helpers) {
     let (a, z, small, large) = (fb.local(V), fb.local(V), fb.local(V), fb.local(V));
     let exp = h.func(Helper::ExpV);
     fb.get(x).op(I::F32x4Abs).set(a);
-    fb.get(x).get(x).op(I::F32x4Mul).set(z);
+    square(fb, Arith::F32x4, x, z);
     horner(
         fb,
+        Arith::F32x4,
         z,
         &[
             -5.704_988_7e-3,
