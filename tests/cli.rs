@@ -59,6 +59,33 @@ fn check_all_targets_reports_each_generation() {
     }
 }
 
+/// The kernel library and the standard library check without a single
+/// diagnostic, warnings included, on every generation.
+#[test]
+fn the_libraries_are_clean_on_every_target() {
+    let mut args = vec!["check".to_string(), "--all-targets".to_string()];
+    for dir in ["kernels", "std"] {
+        for f in common::pk_files(&common::root().join(dir)) {
+            let name = f.file_name().expect("a file name").to_string_lossy();
+            args.push(format!("{dir}/{name}"));
+        }
+    }
+    assert!(
+        args.len() >= 7,
+        "kernels/ and std/ hold .pk files: {args:?}"
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = pkc(&args);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(codes_in(&err).is_empty(), "{err}");
+    assert_eq!(
+        err.matches(": ok for ").count(),
+        5 * (args.len() - 2),
+        "{err}"
+    );
+}
+
 #[test]
 fn check_with_errors_exits_1_and_prints_the_codes() {
     let o = pkc(&["check", "tests/diag/dtype_mismatch.pk"]);
