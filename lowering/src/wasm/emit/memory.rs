@@ -194,7 +194,7 @@ impl Em<'_, '_> {
         };
         let dtype = r.ty.dtype;
         if matches!(dtype, DType::F8E4M3FN | DType::F8E5M2) {
-            return Err(self.unsupported(format!("{dtype} refs")));
+            return Err(self.unsupported(format!("reading or writing {dtype} refs")));
         }
         let eb = dtype.bytes() as u32;
         let shape: Vec<u64> = slot.shape.clone();
