@@ -43,7 +43,8 @@ pub struct Options {
     /// it unbound sizes stay symbolic and are checked as far as possible.
     pub specialise: bool,
     /// Skip the TPU rules (block tiling and divisibility, VMEM and SMEM
-    /// budgets, races, MXU input dtypes) so that a kernel breaking one still
+    /// budgets, races, MXU input dtypes, 32-bit scalar reads) so that a
+    /// kernel breaking one still
     /// lowers. (A 32-bit matmul accumulator is an invariant of the IR.)
     /// Only for tests that show libtpu rejecting what the checker rejects;
     /// no command sets it.

@@ -222,6 +222,15 @@ grid (i in 2 parallel)
         "Ran out of memory in memory space vmem",
     ),
     (
+        "scalar read of a bf16 VMEM element",
+        "PK0317",
+        Target::V5e,
+        "kernel k(x: bf16[16, 128] block [16, 128] at (0, 0)) -> y: f32[16, 128] block [16, 128] at (0, 0)
+grid (i in 1 arbitrary)
+{ y[..] = (x[..] as f32) + (x[3, 5] as f32); }",
+        "Only 32-bit scalar vector.extracts supported",
+    ),
+    (
         "SMEM block of 8 i32",
         "PK0302",
         Target::V5e,

@@ -611,7 +611,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 format!("{what} cannot be used as `{d}`"),
                 span,
             )
-            .label(format!("expected a {d}"))
+            .label(format!("expected `{d}`"))
             .help(format!(
                 "write a literal of the right kind, or convert with `as {d}`"
             )),
@@ -1244,6 +1244,23 @@ impl<'c, 'p> Builder<'c, 'p> {
         };
         if !self.check_access(&view, &ty, span, "read") {
             return Val::Err;
+        }
+        let r = &self.refs[view.target];
+        if !self.ck.skip_tpu_rules
+            && r.ty.space == Space::Vmem
+            && ty.is_scalar()
+            && ty.dtype().bits() < 32
+        {
+            let (name, d) = (r.name.clone(), ty.dtype());
+            return self.error(
+                Diag::new(
+                    &codes::NARROW_SCALAR_READ,
+                    format!("cannot read one `{d}` element of VMEM ref `{name}` as a scalar"),
+                    span,
+                )
+                .label("the TPU extracts only 32-bit scalars")
+                .help("keep the array in a 32-bit dtype (f32, i32) to read single elements, or work on a window converted first (`x[0..8, :] as f32`)"),
+            );
         }
         self.emit(OpKind::Load(view), ty, span)
     }

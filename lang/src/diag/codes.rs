@@ -283,6 +283,11 @@ codes! {
         why: "Index maps run on the scalar unit before each grid step.",
         example: "at (x[0], 0)   // error: x is a blocked operand",
     }
+    NARROW_SCALAR_READ = "PK0317" "narrow-scalar-read" {
+        what: "One element of a 16- or 8-bit VMEM ref is read as a scalar (`x[i, j]` of a bf16 block).",
+        why: "The TPU extracts only 32-bit scalars from vector registers; libtpu refuses the kernel (\"Only 32-bit scalar vector.extracts supported\"). Writing such a scalar is fine.",
+        example: "let s = x_bf16[3, 5];   // error\nlet s = max(x_bf16[3..4, :] as f32, axis=1);   // a window, converted first",
+    }
     SMEM_BUDGET = "PK0315" "smem-budget" {
         what: "SMEM use (scalar prefetch, SMEM operands and scratch) exceeds 1 MiB.",
         why: "SMEM is 1 MiB per core on v4 and later.",
