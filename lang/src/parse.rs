@@ -84,20 +84,20 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
     let open_comment = lex_errors
         .iter()
         .any(|e| e.kind == LexError::UnterminatedComment);
-    let follows_bad_char = |d: &Diag| {
+    let is_follow_on = |d: &Diag| {
         lex_lines.contains(&line_of(&newlines, d.span.start as usize))
             || (open_comment && d.code.code == codes::UNEXPECTED_EOF.code)
     };
     for r in recovered {
         let d = parse_error(file, text, r.error);
-        if !follows_bad_char(&d) {
+        if !is_follow_on(&d) {
             diags.push(d);
         }
     }
     match result {
         Err(e) => {
             let d = parse_error(file, text, e);
-            if !follows_bad_char(&d) || diags.is_empty() {
+            if !is_follow_on(&d) || diags.is_empty() {
                 diags.push(d);
             }
             (Module::default(), diags)
