@@ -139,3 +139,19 @@ fn loops_carry_values() {
         assert_eq!(*v as i64, x[i] ^ t, "element {i}");
     }
 }
+
+/// `acc[..] += dot(a, b)` accumulates inside the MXU call, and an update
+/// that `acc` is rewritten in the middle of keeps program order.
+#[test]
+fn dot_accumulates_in_place_and_keeps_program_order() {
+    let k = build("tests/cpu/dot_accumulate.pk", &[]);
+    let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
+    // b = 2 * identity: a @ b = 2a, exact in f32.
+    let (_, ba) = ints_f32(&[128, 128], |i| if i / 128 == i % 128 { 2.0 } else { 0.0 });
+    let out = k.run(vec![aa, ba], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for i in 0..8 * 128 {
+        assert_eq!(y[i], 1.0 + 4.0 * a[i], "y[{i}]");
+        assert_eq!(z[i], 3.0 + 2.0 * a[i], "z[{i}]");
+    }
+}

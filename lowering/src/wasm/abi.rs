@@ -236,6 +236,10 @@ pub struct DotSite {
     /// Whether the result is rounded to bf16 (never: results are 32-bit);
     /// kept for the future f32 -> bf16 fused output.
     pub out_dtype: String,
+    /// The output already holds values the product is added to: the
+    /// `acc[..] += dot(a, b)` of a whole VMEM ref, done by the GEMM itself.
+    #[serde(default)]
+    pub accumulate: bool,
 }
 
 /// Linear memory regions, in bytes.

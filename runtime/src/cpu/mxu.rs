@@ -52,7 +52,9 @@ pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> 
     match d.kind {
         DotKind::F32 => {
             if k == 0 {
-                mem[o.0..o.1].fill(0);
+                if !d.accumulate {
+                    mem[o.0..o.1].fill(0);
+                }
                 return Ok(());
             }
             // SAFETY: the three ranges were checked to lie inside `mem`,
@@ -67,14 +69,16 @@ pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> 
                     base.add(o.0) as *mut f32,
                     1,
                     n as isize,
-                    false,
+                    d.accumulate,
                     base.add(l.0) as *const f32,
                     l_cs,
                     l_rs,
                     base.add(r.0) as *const f32,
                     r_cs,
                     r_rs,
-                    0.0,
+                    // dst = alpha * dst + beta * lhs @ rhs: alpha = 1 adds
+                    // the product to what `out` holds (`acc += dot(..)`).
+                    if d.accumulate { 1.0 } else { 0.0 },
                     1.0,
                     false,
                     false,
@@ -98,7 +102,13 @@ pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> 
             }
             let mut row = vec![0i32; n];
             for i in 0..m {
-                row.fill(0);
+                if d.accumulate {
+                    for (j, acc) in row.iter_mut().enumerate() {
+                        *acc = read(mem, o.0, i * n + j);
+                    }
+                } else {
+                    row.fill(0);
+                }
                 for p in 0..k {
                     let a = read(mem, l.0, i * l_rs as usize + p * l_cs as usize);
                     for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
@@ -139,6 +149,7 @@ mod tests {
             lhs_dtype: "f32".into(),
             rhs_dtype: "f32".into(),
             out_dtype: "f32".into(),
+            accumulate: false,
         }
     }
 
@@ -203,5 +214,38 @@ mod tests {
             24
         )
         .is_err());
+    }
+
+    /// `acc += a @ b`: the product is added to what the output holds, for
+    /// floats and (wrapping) integers.
+    #[test]
+    fn accumulates_into_the_output() {
+        let mut mem = vec![0u8; 256];
+        put(&mut mem, 0, &[1.0, 2.0, 3.0, 4.0]);
+        put(&mut mem, 64, &[1.0, 0.0, 0.0, 1.0]);
+        put(&mut mem, 128, &[10.0, 20.0, 30.0, 40.0]);
+        let acc = DotSite {
+            accumulate: true,
+            ..site(2, 2, 2, false, false, DotKind::F32)
+        };
+        dot(&mut mem, &acc, 0, 64, 128).unwrap();
+        assert_eq!(get(&mem, 128, 4), [11.0, 22.0, 33.0, 44.0]);
+
+        let mut mem = vec![0u8; 64];
+        let ints = |mem: &mut [u8], at: usize, v: &[i32]| {
+            for (i, x) in v.iter().enumerate() {
+                mem[at + 4 * i..at + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
+            }
+        };
+        ints(&mut mem, 0, &[3]);
+        ints(&mut mem, 16, &[5]);
+        ints(&mut mem, 32, &[i32::MAX]);
+        let acc = DotSite {
+            accumulate: true,
+            ..site(1, 1, 1, false, false, DotKind::I32)
+        };
+        dot(&mut mem, &acc, 0, 16, 32).unwrap();
+        let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
+        assert_eq!(got, i32::MAX.wrapping_add(15));
     }
 }

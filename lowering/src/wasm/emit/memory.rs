@@ -8,7 +8,9 @@ use crate::wasm::fb::{m128, mem, Fb};
 use crate::wasm::math::Helper;
 use crate::wasm::plan::GroupKind;
 use crate::wasm::Error;
-use pk_lang::ir::{DType, Kernel, RefView, Slice, Space, Start, Value};
+use pk_lang::ir::{
+    BinaryOp, DType, Kernel, OpId, OpKind, RefView, Slice, Space, Start, Value, ValueDef,
+};
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
 /// A window of a ref in linear memory.
@@ -610,15 +612,126 @@ impl Em<'_, '_> {
             lhs_dtype: ld.name().into(),
             rhs_dtype: rd.name().into(),
             out_dtype: od.name().into(),
+            accumulate: false,
         };
         debug_assert_eq!(elems(self.f, r), os[0] * os[1]);
+        let into = self.accumulate_into(lhs, rhs, r);
+        let desc = DotSite {
+            accumulate: into.is_some(),
+            ..desc
+        };
         self.sites.dots.push(desc);
         self.fb.u32c(site);
-        for v in [lhs, rhs, r] {
+        for v in [lhs, rhs] {
             let a = self.addr(v);
             self.push_addr(a);
         }
+        match into {
+            Some((ops, base)) => {
+                self.push_addr(Addr::Const(base));
+                for op in ops {
+                    self.done[op.index()] = true;
+                }
+            }
+            None => {
+                let a = self.addr(r);
+                self.push_addr(a);
+            }
+        }
         self.fb.op(I::Call(self.imp.dot));
         Ok(())
+    }
+
+    /// For `acc[..] += dot(a, b)` on a whole VMEM ref `acc` (a load of
+    /// `acc`, the dot, their add and its store back, with nothing else
+    /// reading the load, the product or the sum, and nothing else writing
+    /// `acc` in between): the load, add and store ops and `acc`'s address, so that
+    /// the GEMM adds the product into `acc` in place instead of writing a
+    /// temporary that a second pass adds. Not under `check_uninit`, whose
+    /// written-maps the store keeps.
+    fn accumulate_into(&self, lhs: Value, rhs: Value, r: Value) -> Option<([OpId; 3], u32)> {
+        if self.check_uninit {
+            return None;
+        }
+        let f = self.f;
+        let users = |v: Value| -> Vec<OpId> {
+            f.ops
+                .iter()
+                .filter(|(_, o)| o.kind.operands().contains(&v))
+                .map(|(id, _)| id)
+                .collect()
+        };
+        let yielded = |v: Value| f.blocks.iter().any(|(_, b)| b.yields.contains(&v));
+        let op_of = |v: Value| match f.values[v].def {
+            ValueDef::Result(op, _) => Some(op),
+            ValueDef::Param(..) => None,
+        };
+        if yielded(r) {
+            return None;
+        }
+        let [add] = users(r)[..] else {
+            return None;
+        };
+        let OpKind::Binary(BinaryOp::Add, a, b) = f.ops[add].kind else {
+            return None;
+        };
+        let x = match (a == r, b == r) {
+            (true, false) => b,
+            (false, true) => a,
+            _ => return None,
+        };
+        let sum = *f.ops[add].results.first()?;
+        if yielded(sum) || yielded(x) || users(x) != [add] {
+            return None;
+        }
+        let [store] = users(sum)[..] else {
+            return None;
+        };
+        let OpKind::Store(ref view, stored) = f.ops[store].kind else {
+            return None;
+        };
+        let load = op_of(x)?;
+        if stored != sum || f.ops[load].kind != OpKind::Load(view.clone()) {
+            return None;
+        }
+        // The whole ref, in VMEM at a fixed address.
+        let target = &self.k.refs[view.target].ty;
+        let whole = view.index.len() == target.shape.len()
+            && view.index.iter().zip(&target.shape).all(|(s, d)| {
+                matches!(s, Slice::Range { start: Start::Const(0), size } if Some(*size as i64) == d.known())
+            });
+        let slot = self.slots.get(view.target.index())?;
+        if !whole || target.space != Space::Vmem {
+            return None;
+        }
+        let base = slot.offset?;
+        // The dot's operands are not `acc` itself, and nothing between the
+        // load and the store (all in one block) writes `acc`.
+        let reads_target = |v: Value| {
+            op_of(v).is_some_and(
+                |o| matches!(&f.ops[o].kind, OpKind::Load(w) if w.target == view.target),
+            )
+        };
+        if reads_target(lhs) || reads_target(rhs) {
+            return None;
+        }
+        let block = f.blocks.iter().find(|(_, b)| b.ops.contains(&store))?.1;
+        let pos = |op: OpId| block.ops.iter().position(|&o| o == op);
+        // The GEMM reads `acc` where the dot is, the program where the load
+        // is: nothing may write `acc` from the first of them to the store.
+        let (dot, to) = (pos(op_of(r)?)?, pos(store)?);
+        let from = pos(load)?.min(dot);
+        pos(add)?;
+        let writes_target = block.ops[from + 1..to]
+            .iter()
+            .any(|&o| match &f.ops[o].kind {
+                OpKind::Store(w, _) => w.target == view.target,
+                OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
+                    dst.target == view.target
+                }
+                OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
+                _ => false,
+            });
+        (!writes_target).then_some(([load, add, store], base))
     }
 }

@@ -104,6 +104,9 @@ pub(crate) struct Em<'a, 's> {
     loops: Vec<i32>,
     /// The op being emitted (for spans of errors and sites).
     pub cur: Option<OpId>,
+    /// Ops already done by another op's code: the add and store of an
+    /// `acc[..] += dot(..)` that the dot accumulates itself.
+    pub done: Vec<bool>,
 }
 
 impl<'a, 's> Em<'a, 's> {
@@ -139,6 +142,7 @@ impl<'a, 's> Em<'a, 's> {
             inline: plan.inline.clone(),
             loops: Vec::new(),
             cur: None,
+            done: vec![false; f.ops.len()],
         };
         for (i, &p) in f.entry_block().params.iter().enumerate() {
             em.locals[p.index()] = Some(i as u32);
@@ -314,6 +318,9 @@ impl<'a, 's> Em<'a, 's> {
     }
 
     fn op(&mut self, id: OpId) -> Result<(), Error> {
+        if self.done[id.index()] {
+            return Ok(());
+        }
         let op = &self.f.ops[id];
         let r = op.results.first().copied();
         match &op.kind {
