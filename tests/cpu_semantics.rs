@@ -144,6 +144,19 @@ fn loops_carry_values() {
 /// that `acc` is rewritten in the middle of keeps program order.
 #[test]
 fn dot_accumulates_in_place_and_keeps_program_order() {
+    // The two plain updates accumulate in the GEMM; the interrupted one
+    // does not.
+    let path = cpu_support::root().join("tests/cpu/dot_accumulate.pk");
+    let opts = pk_lang::Options {
+        specialise: true,
+        ..Default::default()
+    };
+    let m = pk_lang::compile_file(&path, &opts).expect("compiles");
+    let w =
+        pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers");
+    let fused: Vec<bool> = w.manifest.dots.iter().map(|d| d.accumulate).collect();
+    assert_eq!(fused, [true, true, false]);
+
     let k = build("tests/cpu/dot_accumulate.pk", &[]);
     let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
     // b = 2 * identity: a @ b = 2a, exact in f32.

@@ -23,45 +23,10 @@ pub struct AotReport {
     /// Wall time of the compile itself, in milliseconds.
     pub compile_ms: f64,
     /// The compiler's memory accounting, when libtpu provides it.
-    pub memory: Option<MemoryReport>,
+    pub memory: Option<MemoryStats>,
     /// The compiler's cost analysis: numeric properties by name (for
     /// example `bytes accessed0{}` for operand 0, or `flops`).
     pub cost_analysis: BTreeMap<String, f64>,
-}
-
-/// [`MemoryStats`] as stored in a report. Device figures are HBM bytes per
-/// device; `host_*` are host memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryReport {
-    pub generated_code_bytes: u64,
-    pub argument_bytes: u64,
-    pub output_bytes: u64,
-    pub alias_bytes: u64,
-    pub temp_bytes: u64,
-    pub host_generated_code_bytes: u64,
-    pub host_argument_bytes: u64,
-    pub host_output_bytes: u64,
-    pub host_alias_bytes: u64,
-    pub host_temp_bytes: u64,
-    pub peak_memory_bytes: u64,
-}
-
-impl From<MemoryStats> for MemoryReport {
-    fn from(m: MemoryStats) -> Self {
-        MemoryReport {
-            generated_code_bytes: m.generated_code_bytes,
-            argument_bytes: m.argument_bytes,
-            output_bytes: m.output_bytes,
-            alias_bytes: m.alias_bytes,
-            temp_bytes: m.temp_bytes,
-            host_generated_code_bytes: m.host_generated_code_bytes,
-            host_argument_bytes: m.host_argument_bytes,
-            host_output_bytes: m.host_output_bytes,
-            host_alias_bytes: m.host_alias_bytes,
-            host_temp_bytes: m.host_temp_bytes,
-            peak_memory_bytes: m.peak_memory_bytes,
-        }
-    }
 }
 
 /// One target's executable with its report, ready to be written.
@@ -82,7 +47,7 @@ impl AotArtifact {
             generated_code_bytes: c.generated_code_bytes,
             executable_bytes: c.serialized_executable.len() as u64,
             compile_ms: c.compile_time.as_secs_f64() * 1e3,
-            memory: c.memory_stats.map(MemoryReport::from),
+            memory: c.memory_stats,
             // JSON has no NaN or infinity; such a property carries no
             // information a reader could use, so it is left out.
             cost_analysis: c

@@ -25,7 +25,7 @@ mod error;
 mod manifest;
 mod write;
 
-pub use aot::{AotArtifact, AotReport, MemoryReport};
+pub use aot::{AotArtifact, AotReport};
 pub use error::{PackageError, EXPLANATIONS};
 pub use manifest::{
     AotEntry, Cost, CpuReference, FileEntry, GridAxis, Manifest, Operand, OperandRole, Param,

@@ -37,8 +37,9 @@ pub struct CompiledKernel {
 }
 
 /// Memory the compiled program needs, per device, as XLA accounts it.
-/// Device figures are HBM; `host_*` are host memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Device figures are HBM; `host_*` are host memory. Package reports store
+/// it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemoryStats {
     pub generated_code_bytes: u64,
     pub argument_bytes: u64,
