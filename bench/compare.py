@@ -6,8 +6,9 @@ Workloads: matmul f32 1024^3, matmul bf16 inputs with f32 accumulation
 when JAX is installed. Each line prints both medians and
 the throughput ratio numpy_time / pkc_time (above 1: pk is faster).
 
-The matmul block sizes are chosen first by a short autotuning pass over a
-few candidates (`--no-tune` keeps 256 x 256 x 512).
+Block sizes are chosen first by a short autotuning pass over a few
+candidates per kernel (`--no-tune` keeps matmul 256 x 256 x 512 and
+softmax 8 rows per block).
 
 numpy has no bf16 matmul, so the bf16 workload is compared with numpy's
 f32 matmul of the same sizes (what a numpy user would run). numpy and pkc
@@ -47,6 +48,9 @@ def pkc_bench(pkc, kernel, params, iters, threads):
         cmd += ["-p", p]
     if threads:
         cmd += ["--threads", str(threads)]
+    # numpy's BLAS threads keep spinning for a while after a call; let them
+    # go to sleep first, so that they do not take CPU time from the run.
+    time.sleep(0.5)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)["median_s"]
 
@@ -92,7 +96,7 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
-    ap.add_argument("--no-tune", action="store_true", help="matmul with bm=256 bn=256 bk=512 only")
+    ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
@@ -105,23 +109,38 @@ def main():
     flops = 2 * n**3
     # Block sizes are the kernel author's to choose: a short autotuning pass
     # picks the fastest of a few candidates (as one would for the TPU).
-    candidates = [(256, 256, 512), (512, 512, 1024), (512, 256, 1024), (256, 1024, 512)]
+    mm_blocks = [
+        (256, 256, 512),
+        (512, 512, 1024),
+        (1024, 256, 1024),
+        (512, 256, 1024),
+        (256, 1024, 1024),
+        (512, 1024, 1024),
+    ]
+    softmax_rows = [8, 16, 32, 64]
     if a.no_tune:
-        candidates = candidates[:1]
+        mm_blocks, softmax_rows = mm_blocks[:1], softmax_rows[:1]
 
-    def tuned(dtype):
+    def tuned(name, kernel, candidates):
         timed = {}
         for _ in range(3):
-            for bm_, bn_, bk_ in candidates:
-                params = (f"bm={bm_}", f"bn={bn_}", f"bk={bk_}", f"T={dtype}")
-                t = pkc_bench(a.pkc, "kernels/matmul.pk", list(params), a.iters, a.threads)
+            for params in candidates:
+                t = pkc_bench(a.pkc, kernel, list(params), a.iters, a.threads)
                 timed.setdefault(params, []).append(t)
         best = list(min(timed, key=lambda p: statistics.median(timed[p])))
-        print(f"matmul {dtype}: blocks {' '.join(best[:3])} (fastest of {len(timed)})")
+        print(f"{name}: {' '.join(best)} (fastest of {len(timed)})")
         return best
 
-    mm_f32, mm_bf16 = tuned("f32"), tuned("bf16")
-    softmax_params = ["R=4096", "C=4096", "br=8"]
+    def matmul_candidates(dtype):
+        return [(f"bm={m}", f"bn={n}", f"bk={k}", f"T={dtype}") for m, n, k in mm_blocks]
+
+    mm_f32 = tuned("matmul f32", "kernels/matmul.pk", matmul_candidates("f32"))
+    mm_bf16 = tuned("matmul bf16", "kernels/matmul.pk", matmul_candidates("bf16"))
+    softmax_params = tuned(
+        "softmax",
+        "kernels/softmax.pk",
+        [("R=4096", "C=4096", f"br={r}") for r in softmax_rows],
+    )
 
     # (name, numpy call, pkc kernel, pkc params, flops, target ratio)
     workloads = [

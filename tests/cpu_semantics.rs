@@ -146,14 +146,7 @@ fn loops_carry_values() {
 fn dot_accumulates_in_place_and_keeps_program_order() {
     // The two plain updates accumulate in the GEMM; the interrupted one
     // does not.
-    let path = cpu_support::root().join("tests/cpu/dot_accumulate.pk");
-    let opts = pk_lang::Options {
-        specialise: true,
-        ..Default::default()
-    };
-    let m = pk_lang::compile_file(&path, &opts).expect("compiles");
-    let w =
-        pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers");
+    let w = cpu_support::lower("tests/cpu/dot_accumulate.pk");
     let fused: Vec<bool> = w.manifest.dots.iter().map(|d| d.accumulate).collect();
     assert_eq!(fused, [true, true, false]);
 
@@ -167,4 +160,141 @@ fn dot_accumulates_in_place_and_keeps_program_order() {
         assert_eq!(y[i], 1.0 + 4.0 * a[i], "y[{i}]");
         assert_eq!(z[i], 3.0 + 2.0 * a[i], "z[{i}]");
     }
+}
+
+/// A unit starts from a fresh copy of an input block the kernel rewrote,
+/// even when the previous unit on the same instance had the same block;
+/// an input block nothing writes carries over (same results either way).
+#[test]
+fn rewritten_input_blocks_are_copied_again() {
+    let k = build("tests/cpu/input_rewrite.pk", &[]);
+    let (x, xa) = ints_f32(&[8, 128], |i| (i % 7) as f32);
+    let (w, wa) = ints_f32(&[8, 128], |i| (i % 5) as f32 - 2.0);
+    for t in [1, 2] {
+        let out = k
+            .run(vec![xa.clone(), wa.clone()], &threads(t))
+            .expect("runs");
+        let (y, z) = (out[0].to_f32(), out[1].to_f32());
+        for i in 0..32 * 128 {
+            assert_eq!(y[i], x[i % 1024] + 1.0, "y[{i}] on {t} threads");
+            assert_eq!(z[i], 2.0 * w[i % 1024], "z[{i}] on {t} threads");
+        }
+    }
+    let refs = &k.manifest().refs;
+    let written: Vec<bool> = refs.iter().map(|r| r.written).collect();
+    assert_eq!(written, [true, false, true, true]);
+}
+
+/// `y[..] = dot(a, b)` goes straight into `y`; with `o` read between the
+/// product and its store, the old `o` is what that read sees.
+#[test]
+fn dot_stores_in_place_and_keeps_program_order() {
+    let k = build("tests/cpu/dot_store.pk", &[]);
+    let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
+    let (_, ba) = ints_f32(&[128, 128], |i| if i / 128 == i % 128 { 2.0 } else { 0.0 });
+    let out = k.run(vec![aa, ba], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for i in 0..8 * 128 {
+        assert_eq!(y[i], 2.0 * a[i], "y[{i}]");
+        assert_eq!(z[i], 2.0 * a[i] + 1.0, "z[{i}]");
+    }
+}
+
+/// Row reductions with partial accumulator groups and partial vectors:
+/// small integers, so every order of summation gives the exact sums.
+#[test]
+fn row_reductions_with_tails() {
+    let k = build("tests/cpu/reduce_tails.pk", &[]);
+    let (a, aa) = ints_f32(&[3, 36], |i| ((i * 7) % 23) as f32 - 11.0);
+    let (b, ba) = ints_f32(&[2, 7], |i| ((i * 5) % 13) as f32 - 6.0);
+    let c: Vec<i64> = (0..200).map(|i| (i * 37) % 101 - 50).collect();
+    let ca = HostArray::from_ints(DType::I32, &[2, 100], &c);
+    let out = k.run(vec![aa, ba, ca], &threads(1)).expect("runs");
+    let rows = |v: &[f32], n: usize| -> Vec<Vec<f32>> { v.chunks(n).map(|r| r.to_vec()).collect() };
+    let fold = |r: &[f32], f: fn(f32, f32) -> f32, init: f32| r.iter().copied().fold(init, f);
+    let want_sa: Vec<f32> = rows(&a, 36).iter().map(|r| r.iter().sum()).collect();
+    let want_ma: Vec<f32> = rows(&a, 36)
+        .iter()
+        .map(|r| fold(r, f32::max, f32::NEG_INFINITY))
+        .collect();
+    let want_sb: Vec<f32> = rows(&b, 7).iter().map(|r| r.iter().sum()).collect();
+    let want_nb: Vec<f32> = rows(&b, 7)
+        .iter()
+        .map(|r| fold(r, f32::min, f32::INFINITY))
+        .collect();
+    assert_eq!(out[0].to_f32(), want_sa);
+    assert_eq!(out[1].to_f32(), want_ma);
+    assert_eq!(out[2].to_f32(), want_sb);
+    assert_eq!(out[3].to_f32(), want_nb);
+    let sc: Vec<f64> = c
+        .chunks(100)
+        .map(|r| r.iter().sum::<i64>() as f64)
+        .collect();
+    let mc: Vec<f64> = c
+        .chunks(100)
+        .map(|r| *r.iter().max().unwrap() as f64)
+        .collect();
+    assert_eq!(out[4].to_f64(), sc);
+    assert_eq!(out[5].to_f64(), mc);
+}
+
+/// What the lowering tells the runtime about matmul's refs: inputs are
+/// never written; with one block over K the product goes straight to `c`
+/// (filled first, no poison needed) and `acc` is never touched.
+#[test]
+fn matmul_ref_facts() {
+    let facts = |bk: &str| {
+        let k = build(
+            "kernels/matmul.pk",
+            &[
+                ("M", "64"),
+                ("N", "128"),
+                ("K", "256"),
+                ("bm", "32"),
+                ("bn", "128"),
+                ("bk", bk),
+            ],
+        );
+        k.manifest()
+            .refs
+            .iter()
+            .map(|r| (r.name.clone(), r.written, r.filled_first))
+            .collect::<Vec<_>>()
+    };
+    let f = |n: &str, w, ff| (n.to_string(), w, ff);
+    assert_eq!(
+        facts("256"),
+        [
+            f("a", false, false),
+            f("b", false, false),
+            f("c", true, true),
+            f("acc", false, true)
+        ]
+    );
+    assert_eq!(
+        facts("128"),
+        [
+            f("a", false, false),
+            f("b", false, false),
+            f("c", true, false),
+            f("acc", true, false)
+        ]
+    );
+    // bf16 operands are read by the MXU where they are stored.
+    let w = cpu_support::lower("kernels/matmul.pk");
+    assert!(w.manifest.dots.iter().all(|d| d.lhs_bf16 && d.rhs_bf16));
+}
+
+/// Pinned and free-moving workers give the same bits.
+#[test]
+fn pinning_workers_changes_no_result() {
+    let k = build("tests/cpu/parallel_scratch.pk", &[]);
+    let (_, xa) = ints_f32(&[64, 512], |i| ((i * 13) % 89) as f32 / 89.0 - 0.5);
+    let pinned = k.run(vec![xa.clone()], &threads(2)).expect("runs");
+    let free = RunOptions {
+        pin: false,
+        ..threads(2)
+    };
+    let moved = k.run(vec![xa], &free).expect("runs");
+    assert_eq!(pinned[0].data, moved[0].data);
 }

@@ -29,6 +29,10 @@ pub struct CpuArgs {
     /// Worker threads, one kernel instance each (default: every core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Let workers move between CPUs (by default each one is pinned to its
+    /// own CPU for the run).
+    #[arg(long)]
+    pub no_pin: bool,
     /// Stop a run that takes longer than this many seconds (0: no limit).
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub timeout: f64,
@@ -95,6 +99,7 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
     }
     o.timeout = (a.timeout > 0.0).then(|| Duration::from_secs_f64(a.timeout));
     o.fuel = a.fuel;
+    o.pin = !a.no_pin;
     o.dma = match a.dma {
         DmaArg::Start => DmaMode::AtStart,
         DmaArg::Wait => DmaMode::AtWait,

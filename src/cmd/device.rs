@@ -197,6 +197,7 @@ mod tests {
                 target: pk_lang::Target::V5e,
             },
             threads: None,
+            no_pin: false,
             timeout: 0.0,
             fuel: None,
             dma: DmaArg::Start,

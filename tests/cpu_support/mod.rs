@@ -10,6 +10,16 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Lowers the first kernel of a file (default parameters) to Wasm.
+pub fn lower(file: &str) -> pk_lowering::wasm::WasmKernel {
+    let opts = pk_lang::Options {
+        specialise: true,
+        ..Default::default()
+    };
+    let m = pk_lang::compile_file(&root().join(file), &opts).expect("compiles");
+    pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers")
+}
+
 /// Compiles the (only or named) kernel of a file for the CPU reference.
 pub fn try_build(
     file: &Path,

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the import/export contract or the layout rules change.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// The module name of every host import.
 pub const IMPORT_MODULE: &str = "pk";
@@ -26,6 +26,45 @@ pub const IMPORT_DOT: &str = "dot";
 /// starts are written to the argument area first (see [`DmaSite`]).
 pub const IMPORT_DMA_START: &str = "dma_start";
 pub const IMPORT_DMA_WAIT: &str = "dma_wait";
+/// `eup(fn, src_addr, dst_addr, lanes)`: the transcendental unit. Applies
+/// the [`EupFn`] `fn & 0xff` to `lanes` f32 lanes at `src_addr`, writing
+/// them at `dst_addr` (the same address, or a disjoint range); with
+/// [`EUP_BF16`] set in `fn` the results are rounded to bf16 lanes. The
+/// host computes exactly what the four-lane Wasm helpers compute, so
+/// where a tile's lanes are computed never shows in its bits.
+pub const IMPORT_EUP: &str = "eup";
+
+/// The functions of the `eup` import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum EupFn {
+    Exp = 0,
+    Exp2 = 1,
+    Log = 2,
+    Tanh = 3,
+    Logistic = 4,
+}
+
+impl EupFn {
+    pub fn from_code(c: i32) -> Option<EupFn> {
+        Some(match c {
+            0 => EupFn::Exp,
+            1 => EupFn::Exp2,
+            2 => EupFn::Log,
+            3 => EupFn::Tanh,
+            4 => EupFn::Logistic,
+            _ => return None,
+        })
+    }
+}
+
+/// The `fn` flag of an `eup` call on a bf16 tile.
+pub const EUP_BF16: i32 = 0x100;
+
+/// Tiles of at least this many lanes have their transcendentals computed
+/// by the `eup` import; smaller ones stay in Wasm, fused into the loops of
+/// their neighbours.
+pub const EUP_MIN_LANES: u64 = 1024;
 
 /// The exported linear memory (VMEM + SMEM of one TensorCore).
 pub const EXPORT_MEMORY: &str = "memory";
@@ -134,6 +173,11 @@ pub struct RefSlot {
     /// Byte offset of the one-byte-per-element "written" map, when the
     /// module was lowered with `check_uninit`.
     pub shadow: Option<u32>,
+    /// Some op of the kernel stores to the ref or makes it a DMA
+    /// destination (if not, a block copied in stays as it was).
+    pub written: bool,
+    /// Every grid step stores the whole ref before anything reads it.
+    pub filled_first: bool,
 }
 
 /// How a grid axis is split.
@@ -240,6 +284,12 @@ pub struct DotSite {
     /// `acc[..] += dot(a, b)` of a whole VMEM ref, done by the GEMM itself.
     #[serde(default)]
     pub accumulate: bool,
+    /// An operand is a bf16 ref's window read in place (2-byte elements),
+    /// not a tile of f32 lanes; the host widens it.
+    #[serde(default)]
+    pub lhs_bf16: bool,
+    #[serde(default)]
+    pub rhs_bf16: bool,
 }
 
 /// Linear memory regions, in bytes.

@@ -60,6 +60,8 @@ pub(crate) fn refs(
             offset: None,
             bytes: 0,
             shadow: None,
+            written: false,
+            filled_first: false,
         });
     }
     let mut place = |want: &dyn Fn(Space) -> bool, cursor: &mut u64| -> u64 {

@@ -14,6 +14,8 @@
 //! ```
 
 pub mod abi;
+mod access;
+pub mod cephes;
 mod emit;
 mod fb;
 mod layout;
@@ -83,11 +85,12 @@ impl Error {
     }
 }
 
-const IMPORTS: [(&str, usize); 4] = [
+const IMPORTS: [(&str, usize); 5] = [
     (abi::IMPORT_TRAP, 4),
     (abi::IMPORT_DOT, 4),
     (abi::IMPORT_DMA_START, 1),
     (abi::IMPORT_DMA_WAIT, 1),
+    (abi::IMPORT_EUP, 4),
 ];
 
 /// Lowers one specialised kernel.
@@ -98,6 +101,11 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
     })?;
     let plan = plan::plan(k, &|v, all_dot| emit::view_kind(k, v, all_dot));
     let (mut slots, mut layout) = layout::refs(k, opts.target, 4 * dma_arg_slots(&k.body))?;
+    let access = access::analyse(k);
+    for (i, s) in slots.iter_mut().enumerate() {
+        s.written = access.written[i];
+        s.filled_first = access.filled_first[i];
+    }
     layout::finish(
         k,
         opts.target,
@@ -112,6 +120,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         dot: 1,
         dma_start: 2,
         dma_wait: 3,
+        eup: 4,
     };
     let blocked: Vec<usize> = (0..k.operands.len())
         .filter(|&i| k.operands[i].block.is_some())

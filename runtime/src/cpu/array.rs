@@ -13,26 +13,66 @@ pub struct HostArray {
     pub data: Vec<u8>,
 }
 
-/// A zeroed byte buffer for a large array. On Linux, buffers of several
-/// MiB are marked for transparent huge pages (as numpy does), so that the
-/// first touch of a fresh output costs one fault per 2 MiB, not per 4 KiB.
+/// A zeroed byte buffer for a large array, backed by huge pages where it
+/// is large enough (see [`advise_huge_pages`]).
 pub fn zeroed(n: usize) -> Vec<u8> {
     let v = vec![0u8; n];
-    #[cfg(target_os = "linux")]
     if n >= 4 << 20 {
+        // SAFETY: the range is the vector's own allocation.
+        unsafe { advise_huge_pages(v.as_ptr(), n) };
+    }
+    v
+}
+
+/// Marks the whole 2 MiB pages inside `len` bytes at `ptr` for
+/// transparent huge pages (on Linux; elsewhere nothing), as numpy does
+/// for its arrays: the first touch of fresh memory then costs one fault
+/// per 2 MiB instead of per 4 KiB, and copies through it miss the TLB far
+/// less.
+///
+/// # Safety
+/// `ptr..ptr + len` must lie inside one live mapping the caller owns. The
+/// advice changes how the kernel backs the range, never its contents.
+pub unsafe fn advise_huge_pages(ptr: *const u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
         const HUGE: usize = 2 << 20;
-        let start = v.as_ptr() as usize;
+        let start = ptr as usize;
         let lo = start.next_multiple_of(HUGE);
-        let hi = (start + n) / HUGE * HUGE;
+        let hi = (start + len) / HUGE * HUGE;
         if hi > lo {
-            // SAFETY: the range lies inside the allocation; MADV_HUGEPAGE
-            // only changes how the kernel backs it, not its contents.
+            // SAFETY: inside the caller's mapping (see above).
             unsafe {
                 libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
             }
         }
     }
-    v
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
+/// Asks the kernel to fault in the whole pages inside `len` bytes at
+/// address `start` as writable (Linux 5.14's `MADV_POPULATE_WRITE`; a
+/// no-op where that is missing). Contents do not change: fresh pages
+/// read as zero either way.
+pub(crate) fn populate(start: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        const PAGE: usize = 4096;
+        let lo = start.next_multiple_of(PAGE);
+        let hi = (start + len) / PAGE * PAGE;
+        if hi > lo {
+            // SAFETY: the advice only faults in pages of a mapping the
+            // caller owns (see `Buffers::populate`); an error (an older
+            // kernel) leaves them to be faulted in on first write.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, MADV_POPULATE_WRITE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, len);
 }
 
 /// Bytes per element in memory.

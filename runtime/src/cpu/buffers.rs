@@ -17,6 +17,9 @@ pub(crate) struct Buffers {
     pub bufs: Vec<Buf>,
     /// The buffer of each operand (an aliased output shares its input's).
     pub of_operand: Vec<usize>,
+    /// Owned buffers whose pages were never touched (outputs that only
+    /// block write-backs fill).
+    pub fresh: Vec<usize>,
 }
 
 fn poisoned() -> Error {
@@ -35,6 +38,32 @@ impl Buffers {
         match &self.bufs[b] {
             Buf::Shared(_) => Err(Error::Internal("write to a read-only input buffer".into())),
             Buf::Owned(l) => Ok(f(&mut l.write().map_err(|_| poisoned())?)),
+        }
+    }
+
+    /// Whether operand `i` is read in place from the caller's array
+    /// (nothing writes it during the run).
+    pub fn read_only(&self, i: usize) -> bool {
+        matches!(self.bufs.get(self.of_operand[i]), Some(Buf::Shared(_)))
+    }
+
+    /// Faults in share `part` of `parts` of every fresh buffer, so that the
+    /// workers zero their outputs' pages side by side before they run
+    /// rather than one at a time inside a write-back's lock. Only the
+    /// kernel touches the pages: no byte is read or written here.
+    pub fn populate(&self, part: usize, parts: usize) {
+        for &b in &self.fresh {
+            let Buf::Owned(l) = &self.bufs[b] else {
+                continue;
+            };
+            // The vector is never resized during a run, so its range stays
+            // valid after the guard is dropped.
+            let (ptr, len) = match l.read() {
+                Ok(g) => (g.as_ptr() as usize, g.len()),
+                Err(_) => continue,
+            };
+            let (lo, hi) = (len * part / parts, len * (part + 1) / parts);
+            super::array::populate(ptr + lo, hi - lo);
         }
     }
 

@@ -8,7 +8,11 @@
 //! block is written back to HBM when its index changes and at the end of
 //! the unit, so consecutive steps on one block accumulate in VMEM. Scratch
 //! and whole-array operands live for the whole unit; scratch starts each
-//! unit as poison, so results never depend on which units share a core.
+//! unit as poison (unless the kernel overwrites it whole before any read),
+//! so results never depend on which units share a core.
+//! An input block that nothing writes (not the kernel, not an aliased
+//! output, not a DMA) is still valid when the next unit starts on the same
+//! block, and is not copied again.
 
 use super::array::fill_poison;
 use super::error::{at, located, Error};
@@ -79,6 +83,12 @@ struct Op<'a> {
     buf_shape: Vec<u64>,
     buffer: usize,
     last: Option<Vec<i64>>,
+    /// A blocked input that neither the kernel nor the run writes: its
+    /// block stays valid from one unit to the next.
+    keep: bool,
+    /// Each step writes the whole buffer before reading it, so a new
+    /// output block needs no poison.
+    filled_first: bool,
 }
 
 fn loc_err(
@@ -119,6 +129,11 @@ impl<'a> Runner<'a> {
                 buf_shape: o.block.clone().unwrap_or_else(|| o.shape.clone()),
                 buffer: inst.store.data().buffers.of_operand[i],
                 last: None,
+                keep: o.role != Role::Output
+                    && o.block.is_some()
+                    && !slot.written
+                    && inst.store.data().buffers.read_only(i),
+                filled_first: slot.filled_first,
             });
         }
         Ok(Runner {
@@ -297,16 +312,20 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    /// A newly visited output block starts as poison (not loaded from HBM).
+    /// A newly visited output block starts as poison (not loaded from HBM),
+    /// unless the kernel overwrites it whole first.
     fn prepare_out(&mut self, i: usize) {
         let (off, eb, dtype, shadow) = {
             let o = &self.ops[i];
             (o.offset, o.eb, o.dtype, o.shadow)
         };
         let n: usize = self.ops[i].buf_shape.iter().product::<u64>() as usize;
+        let filled = self.ops[i].filled_first;
         if let Some(off) = off {
             let mem = self.mem();
-            fill_poison(dtype, &mut mem[off..off + n * eb]);
+            if !filled {
+                fill_poison(dtype, &mut mem[off..off + n * eb]);
+            }
             if let Some(sh) = shadow {
                 mem[sh..sh + n].fill(0);
             }
@@ -365,13 +384,17 @@ impl<'a> Runner<'a> {
                 mem[off..off + 4 * n].fill(0);
                 continue;
             }
-            fill_poison(d, &mut mem[off..off + n * d.bytes() as usize]);
+            if !slot.filled_first {
+                fill_poison(d, &mut mem[off..off + n * d.bytes() as usize]);
+            }
             if let Some(sh) = slot.shadow {
                 mem[sh as usize..sh as usize + n].fill(0);
             }
         }
         for i in 0..self.ops.len() {
-            self.ops[i].last = None;
+            if !self.ops[i].keep {
+                self.ops[i].last = None;
+            }
             let o = &self.ops[i];
             if o.info.block.is_some() || o.offset.is_none() {
                 continue;

@@ -1,6 +1,6 @@
 //! One wasmtime instance of a kernel (one "TensorCore"): its store, its
-//! memory, and the host imports that play the MXU, the DMA engine and the
-//! strictness checks.
+//! memory, and the host imports that play the MXU, the EUP, the DMA engine
+//! and the strictness checks.
 //!
 //! A host import that finds a violation records the full diagnostic in the
 //! store's [`Host`] and stops the Wasm call with a marker error; the
@@ -24,6 +24,8 @@ pub(crate) struct Host {
     pub step: Vec<u64>,
     /// The diagnostic of the violation that stopped the call.
     pub error: Option<Error>,
+    /// The MXU's buffers for operands it widens.
+    pub mxu: super::mxu::Scratch,
 }
 
 /// The marker a host import returns after recording its diagnostic.
@@ -105,6 +107,22 @@ fn memory(caller: &mut Caller<'_, Host>) -> Option<Memory> {
     }
 }
 
+/// Runs a host import's work on the instance's memory and host state; an
+/// error is recorded and stops the Wasm call.
+fn on_memory(
+    c: &mut Caller<'_, Host>,
+    f: impl FnOnce(&mut [u8], &mut Host) -> Result<(), Error>,
+) -> wasmtime::Result<()> {
+    let Some(mem) = memory(c) else {
+        return Err(stop(
+            c.data_mut(),
+            Error::Internal("no memory export".into()),
+        ));
+    };
+    let (data, host) = mem.data_and_store_mut(c);
+    f(data, host).map_err(|e| stop(host, e))
+}
+
 /// A kernel instance with its exports.
 pub(crate) struct Instance {
     pub store: Store<Host>,
@@ -130,30 +148,26 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
     l.func_wrap(
         abi::IMPORT_MODULE,
         abi::IMPORT_DOT,
-        |mut c: Caller<'_, Host>,
-         site: i32,
-         lhs: i32,
-         rhs: i32,
-         out: i32|
-         -> wasmtime::Result<()> {
-            let Some(mem) = memory(&mut c) else {
-                return Err(stop(
-                    c.data_mut(),
-                    Error::Internal("no memory export".into()),
-                ));
-            };
-            let (data, host) = mem.data_and_store_mut(&mut c);
-            let m = host.m.clone();
-            let Some(d) = m.dot(site as u32) else {
-                return Err(stop(
-                    host,
-                    Error::Internal(format!("dot from unknown site {site}")),
-                ));
-            };
-            match super::mxu::dot(data, d, lhs as u32, rhs as u32, out as u32) {
-                Ok(()) => Ok(()),
-                Err(msg) => Err(stop(host, Error::Internal(msg))),
-            }
+        |mut c: Caller<'_, Host>, site: i32, lhs: i32, rhs: i32, out: i32| {
+            on_memory(&mut c, |data, host| {
+                let m = host.m.clone();
+                let d = m
+                    .dot(site as u32)
+                    .ok_or_else(|| Error::Internal(format!("dot from unknown site {site}")))?;
+                super::mxu::dot(data, d, lhs as u32, rhs as u32, out as u32, &mut host.mxu)
+                    .map_err(Error::Internal)
+            })
+        },
+    )
+    .map_err(wrap)?;
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_EUP,
+        |mut c: Caller<'_, Host>, code: i32, src: i32, dst: i32, lanes: i32| {
+            on_memory(&mut c, |data, _| {
+                super::eup::apply(data, code, src as u32, dst as u32, lanes as u32)
+                    .map_err(Error::Internal)
+            })
         },
     )
     .map_err(wrap)?;
@@ -161,20 +175,14 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
         l.func_wrap(
             abi::IMPORT_MODULE,
             name,
-            move |mut c: Caller<'_, Host>, site: i32| -> wasmtime::Result<()> {
-                let Some(mem) = memory(&mut c) else {
-                    return Err(stop(
-                        c.data_mut(),
-                        Error::Internal("no memory export".into()),
-                    ));
-                };
-                let (data, host) = mem.data_and_store_mut(&mut c);
-                let r = if start {
-                    dma::start(host, data, site as u32)
-                } else {
-                    dma::wait(host, data, site as u32)
-                };
-                r.map_err(|e| stop(host, e))
+            move |mut c: Caller<'_, Host>, site: i32| {
+                on_memory(&mut c, |data, host| {
+                    if start {
+                        dma::start(host, data, site as u32)
+                    } else {
+                        dma::wait(host, data, site as u32)
+                    }
+                })
             },
         )
         .map_err(wrap)?;
@@ -198,6 +206,13 @@ impl Instance {
         let memory = inst
             .get_memory(&mut store, abi::EXPORT_MEMORY)
             .ok_or_else(|| missing(abi::EXPORT_MEMORY))?;
+        // VMEM is walked by every block copy and by the GEMM's packing:
+        // huge pages spare those the TLB misses of 4 KiB pages.
+        // SAFETY: the range is the instance's linear memory, which the
+        // store keeps mapped for as long as the instance lives.
+        unsafe {
+            super::array::advise_huge_pages(memory.data_ptr(&store), memory.data_size(&store));
+        }
         let kernel = inst
             .get_func(&mut store, abi::EXPORT_KERNEL)
             .ok_or_else(|| missing(abi::EXPORT_KERNEL))?;

@@ -13,6 +13,7 @@ mod array;
 mod buffers;
 mod dma;
 mod error;
+mod eup;
 mod grid;
 mod instance;
 mod mxu;
@@ -95,6 +96,10 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// Fuel per thread (needs a kernel created with fuel metering).
     pub fuel: Option<u64>,
+    /// Pin worker `t` to the `t`-th CPU the process may run on (Linux), as
+    /// a TensorCore stays one core: no worker migrates away from its
+    /// caches mid-run. Turn off when several runs share the CPUs.
+    pub pin: bool,
 }
 
 impl Default for RunOptions {
@@ -104,6 +109,7 @@ impl Default for RunOptions {
             dma: DmaMode::AtStart,
             timeout: Some(Duration::from_secs(300)),
             fuel: None,
+            pin: true,
         }
     }
 }
@@ -272,6 +278,7 @@ impl CpuKernel {
             }
         }
         let mut bufs = Vec::new();
+        let mut fresh = Vec::new();
         let mut of_operand = vec![0; m.operands.len()];
         let mut given = inputs.iter();
         for (i, o) in m.operands.iter().enumerate() {
@@ -304,13 +311,19 @@ impl CpuKernel {
                 // array); others here.
                 if o.block.is_none() {
                     fill_poison(self.dtypes[i], &mut data);
+                } else {
+                    fresh.push(bufs.len());
                 }
                 of_operand[i] = bufs.len();
                 bufs.push(Buf::Owned(RwLock::new(data)));
             }
         }
         let of_operand_copy = of_operand.clone();
-        let buffers = Arc::new(Buffers { bufs, of_operand });
+        let buffers = Arc::new(Buffers {
+            bufs,
+            of_operand,
+            fresh,
+        });
         let units = self.execute(&buffers, opts)?;
         grid::check_races(self, &units)?;
         grid::poison_unwritten(self, &buffers, &units)?;
@@ -362,12 +375,20 @@ impl CpuKernel {
                     }
                 });
             }
+            let cpus = if opts.pin { allowed_cpus() } else { Vec::new() };
             let per = sched.units.div_ceil(threads);
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let (lo, hi) = (t * per, ((t + 1) * per).min(sched.units));
                     let sched = &sched;
-                    s.spawn(move || self.worker(buffers, sched, lo..hi, opts))
+                    let cpu = (threads as usize <= cpus.len()).then(|| cpus[t as usize]);
+                    s.spawn(move || {
+                        if let Some(c) = cpu {
+                            pin_to(c);
+                        }
+                        buffers.populate(t as usize, threads as usize);
+                        self.worker(buffers, sched, lo..hi, opts)
+                    })
                 })
                 .collect();
             let r = handles
@@ -424,6 +445,7 @@ impl CpuKernel {
                     inflight: Vec::new(),
                     step: Vec::new(),
                     error: None,
+                    mxu: Default::default(),
                 };
                 Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
             }
@@ -459,12 +481,44 @@ impl CpuKernel {
         inst.store.data_mut().buffers = Arc::new(Buffers {
             bufs: Vec::new(),
             of_operand: Vec::new(),
+            fresh: Vec::new(),
         });
         if let Ok(mut p) = self.pool.lock() {
             p.push(inst);
         }
         Ok(out)
     }
+}
+
+/// The CPUs this process may run on, in order (none where unknown).
+fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `set` is a plain bitmask the call fills in.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                return (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect();
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// Pins the calling thread to one CPU (best effort: a refusal leaves it
+/// free to move).
+fn pin_to(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: as above; the call only changes where this thread runs.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 fn join(v: &[u64]) -> String {

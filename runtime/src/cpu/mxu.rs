@@ -11,44 +11,123 @@
 use pk_lowering::wasm::abi::{DotKind, DotSite};
 
 /// Byte range `[start, end)` of a stored matrix of `rows x cols` with row
-/// stride `ld` (elements) at `addr`.
-fn extent(addr: u32, rows: u32, cols: u32, ld: u32) -> (usize, usize) {
+/// stride `ld` (elements of `eb` bytes) at `addr`.
+fn extent(addr: u32, rows: u32, cols: u32, ld: u32, eb: usize) -> (usize, usize) {
     let start = addr as usize;
     let elems = if rows == 0 || cols == 0 {
         0
     } else {
         (rows as usize - 1) * ld as usize + cols as usize
     };
-    (start, start + elems * 4)
+    (start, start + elems * eb)
+}
+
+/// Widens a stored bf16 matrix (`rows x cols`, row stride `ld`, at byte
+/// `at`) into dense f32 rows in `buf`: exactly, a bf16 is the top half of
+/// an f32.
+fn widen(mem: &[u8], at: usize, rows: usize, cols: usize, ld: usize, buf: &mut Vec<f32>) {
+    buf.resize(rows * cols, 0.0);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the host has AVX2.
+            unsafe { widen_avx2(mem, at, cols, ld, buf) };
+            return;
+        }
+    }
+    widen_rows(mem, at, cols, ld, buf);
+}
+
+#[inline(always)]
+fn widen_rows(mem: &[u8], at: usize, cols: usize, ld: usize, buf: &mut [f32]) {
+    for (i, out) in buf.chunks_exact_mut(cols).enumerate() {
+        let row = &mem[at + 2 * i * ld..at + 2 * (i * ld + cols)];
+        for (o, h) in out.iter_mut().zip(row.chunks_exact(2)) {
+            *o = f32::from_bits(u32::from(u16::from_le_bytes([h[0], h[1]])) << 16);
+        }
+    }
+}
+
+/// [`widen_rows`] compiled for AVX2 (the loop vectorizes to 8 lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn widen_avx2(mem: &[u8], at: usize, cols: usize, ld: usize, buf: &mut [f32]) {
+    widen_rows(mem, at, cols, ld, buf)
+}
+
+/// Host buffers an instance keeps for operands the MXU widens.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    lhs: Vec<f32>,
+    rhs: Vec<f32>,
 }
 
 /// `out[m x n] = op(lhs) op(rhs)` on linear memory.
-pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> Result<(), String> {
-    let l = extent(lhs, d.lhs_dims.0, d.lhs_dims.1, d.lhs_ld);
-    let r = extent(rhs, d.rhs_dims.0, d.rhs_dims.1, d.rhs_ld);
-    let o = extent(out, d.m, d.n, d.n);
-    for (what, (s, e)) in [("lhs", l), ("rhs", r), ("out", o)] {
-        if e > mem.len() || s % 4 != 0 {
+pub(crate) fn dot(
+    mem: &mut [u8],
+    d: &DotSite,
+    lhs: u32,
+    rhs: u32,
+    out: u32,
+    scratch: &mut Scratch,
+) -> Result<(), String> {
+    let eb = |bf16: bool| if bf16 { 2 } else { 4 };
+    let l = extent(lhs, d.lhs_dims.0, d.lhs_dims.1, d.lhs_ld, eb(d.lhs_bf16));
+    let r = extent(rhs, d.rhs_dims.0, d.rhs_dims.1, d.rhs_ld, eb(d.rhs_bf16));
+    let o = extent(out, d.m, d.n, d.n, 4);
+    for (what, (s, e), bf16) in [
+        ("lhs", l, d.lhs_bf16),
+        ("rhs", r, d.rhs_bf16),
+        ("out", o, false),
+    ] {
+        if e > mem.len() || s % eb(bf16) != 0 {
             return Err(format!("dot {what} range {s}..{e} is outside memory"));
         }
+    }
+    if (d.lhs_bf16 || d.rhs_bf16) && d.kind != DotKind::F32 {
+        return Err("bf16 operands of an integer dot".into());
     }
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
     if overlaps(o, l) || overlaps(o, r) {
         return Err("dot output overlaps an operand".into());
     }
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
+    // bf16 operands read in place are widened into host buffers first (a
+    // dense copy: row stride = columns).
+    let (mut lhs_ld, mut rhs_ld) = (d.lhs_ld, d.rhs_ld);
+    if d.lhs_bf16 {
+        let (rows, cols) = (d.lhs_dims.0 as usize, d.lhs_dims.1 as usize);
+        widen(mem, l.0, rows, cols, d.lhs_ld as usize, &mut scratch.lhs);
+        lhs_ld = d.lhs_dims.1;
+    }
+    if d.rhs_bf16 {
+        let (rows, cols) = (d.rhs_dims.0 as usize, d.rhs_dims.1 as usize);
+        widen(mem, r.0, rows, cols, d.rhs_ld as usize, &mut scratch.rhs);
+        rhs_ld = d.rhs_dims.1;
+    }
     // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
     let (l_rs, l_cs) = if d.trans_lhs {
-        (1, d.lhs_ld as isize)
+        (1, lhs_ld as isize)
     } else {
-        (d.lhs_ld as isize, 1)
+        (lhs_ld as isize, 1)
     };
     let (r_rs, r_cs) = if d.trans_rhs {
-        (1, d.rhs_ld as isize)
+        (1, rhs_ld as isize)
     } else {
-        (d.rhs_ld as isize, 1)
+        (rhs_ld as isize, 1)
     };
     let base = mem.as_mut_ptr();
+    // SAFETY (for both): in bounds of `mem` (checked above) or of a buffer.
+    let lhs_ptr = if d.lhs_bf16 {
+        scratch.lhs.as_ptr()
+    } else {
+        unsafe { base.add(l.0) as *const f32 }
+    };
+    let rhs_ptr = if d.rhs_bf16 {
+        scratch.rhs.as_ptr()
+    } else {
+        unsafe { base.add(r.0) as *const f32 }
+    };
     match d.kind {
         DotKind::F32 => {
             if k == 0 {
@@ -59,8 +138,9 @@ pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> 
             }
             // SAFETY: the three ranges were checked to lie inside `mem`,
             // which is borrowed mutably for the whole call, 4-byte aligned
-            // (linear memory is page-aligned, offsets are multiples of 4);
-            // the output does not overlap the operands.
+            // (linear memory is page-aligned, offsets are multiples of 4),
+            // or the operands are the scratch buffers; the output does not
+            // overlap the operands.
             unsafe {
                 gemm::gemm(
                     m,
@@ -70,10 +150,10 @@ pub(crate) fn dot(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> 
                     1,
                     n as isize,
                     d.accumulate,
-                    base.add(l.0) as *const f32,
+                    lhs_ptr,
                     l_cs,
                     l_rs,
-                    base.add(r.0) as *const f32,
+                    rhs_ptr,
                     r_cs,
                     r_rs,
                     // dst = alpha * dst + beta * lhs @ rhs: alpha = 1 adds
@@ -150,6 +230,8 @@ mod tests {
             rhs_dtype: "f32".into(),
             out_dtype: "f32".into(),
             accumulate: false,
+            lhs_bf16: false,
+            rhs_bf16: false,
         }
     }
 
@@ -177,7 +259,15 @@ mod tests {
             let mut mem = vec![0u8; 256];
             put(&mut mem, 0, if tl { &at } else { &a });
             put(&mut mem, 64, if tr { &bt } else { &b });
-            dot(&mut mem, &site(2, 2, 3, tl, tr, DotKind::F32), 0, 64, 128).unwrap();
+            dot(
+                &mut mem,
+                &site(2, 2, 3, tl, tr, DotKind::F32),
+                0,
+                64,
+                128,
+                &mut Scratch::default(),
+            )
+            .unwrap();
             assert_eq!(get(&mem, 128, 4), want, "{tl} {tr}");
         }
     }
@@ -197,6 +287,7 @@ mod tests {
             0,
             16,
             32,
+            &mut Scratch::default(),
         )
         .unwrap();
         let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
@@ -211,7 +302,8 @@ mod tests {
             &site(2, 2, 2, false, false, DotKind::F32),
             0,
             16,
-            24
+            24,
+            &mut Scratch::default(),
         )
         .is_err());
     }
@@ -228,7 +320,7 @@ mod tests {
             accumulate: true,
             ..site(2, 2, 2, false, false, DotKind::F32)
         };
-        dot(&mut mem, &acc, 0, 64, 128).unwrap();
+        dot(&mut mem, &acc, 0, 64, 128, &mut Scratch::default()).unwrap();
         assert_eq!(get(&mem, 128, 4), [11.0, 22.0, 33.0, 44.0]);
 
         let mut mem = vec![0u8; 64];
@@ -244,7 +336,7 @@ mod tests {
             accumulate: true,
             ..site(1, 1, 1, false, false, DotKind::I32)
         };
-        dot(&mut mem, &acc, 0, 16, 32).unwrap();
+        dot(&mut mem, &acc, 0, 16, 32, &mut Scratch::default()).unwrap();
         let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
         assert_eq!(got, i32::MAX.wrapping_add(15));
     }

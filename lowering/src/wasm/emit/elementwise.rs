@@ -208,6 +208,16 @@ impl Em<'_, '_> {
             return Ok(());
         }
         let out = self.addr(r);
+        if let Some(code) = super::fuse::eup_fn(self.f, id) {
+            // The transcendental unit, on the whole (materialised) tile.
+            let src = self.addr(ins[0]);
+            self.fb.i32c(code);
+            self.push_addr(src);
+            self.push_addr(out);
+            self.fb.u32c(elems(self.f, r) as u32);
+            self.fb.op(I::Call(self.imp.eup));
+            return Ok(());
+        }
         let addrs: Vec<_> = ins
             .iter()
             .map(|&v| (self.addr(v), self.f.ty(v).dtype()))

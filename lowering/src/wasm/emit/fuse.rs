@@ -12,9 +12,10 @@
 
 use super::elementwise::Rule;
 use super::{is_f, Addr, Em};
+use crate::wasm::abi::{EupFn, EUP_BF16, EUP_MIN_LANES};
 use crate::wasm::fb::{m128, m32};
 use crate::wasm::plan::{same_lanes_bitcast, same_lanes_cast, GroupKind};
-use pk_lang::ir::{BinaryOp, BlockId, Func, Kernel, OpId, OpKind, UnaryOp, Value, ValueDef};
+use pk_lang::ir::{BinaryOp, BlockId, DType, Func, Kernel, OpId, OpKind, UnaryOp, Value, ValueDef};
 use wasm_encoder::Instruction as I;
 
 /// The lane rule of an elementwise op that has one (not for constants,
@@ -119,7 +120,40 @@ fn fusing(k: &Kernel, f: &Func, op: OpId) -> bool {
     let Some(&r) = f.ops[op].results.first() else {
         return false;
     };
-    !f.ty(r).is_scalar() && rule_of(f, op).is_some_and(|(rule, _)| vector_ok(rule))
+    !f.ty(r).is_scalar()
+        && rule_of(f, op).is_some_and(|(rule, _)| vector_ok(rule))
+        && eup_fn(f, op).is_none()
+}
+
+/// The `eup` function code (with [`EUP_BF16`] for bf16) of a tile op that
+/// the transcendental unit computes: exp, exp2, log, tanh or logistic on a
+/// float tile of at least [`EUP_MIN_LANES`] lanes.
+pub(crate) fn eup_fn(f: &Func, op: OpId) -> Option<i32> {
+    let OpKind::Unary(u, _) = &f.ops[op].kind else {
+        return None;
+    };
+    let r = *f.ops[op].results.first()?;
+    let t = f.ty(r);
+    let d = t.dtype();
+    if t.is_scalar() || !matches!(d, DType::F32 | DType::BF16) {
+        return None;
+    }
+    if t.shape().iter().map(|x| x.get()).product::<u64>() < EUP_MIN_LANES {
+        return None;
+    }
+    let code = match u {
+        UnaryOp::Exp => EupFn::Exp,
+        UnaryOp::Exp2 => EupFn::Exp2,
+        UnaryOp::Log => EupFn::Log,
+        UnaryOp::Tanh => EupFn::Tanh,
+        UnaryOp::Logistic => EupFn::Logistic,
+        _ => return None,
+    } as i32;
+    Some(if d == DType::BF16 {
+        code | EUP_BF16
+    } else {
+        code
+    })
 }
 
 /// Which values are computed inline by their readers (indexed by value).
@@ -226,6 +260,15 @@ impl Em<'_, '_> {
         match &self.f.ops[op].kind {
             OpKind::Const(l) => super::elementwise::push_const(&mut self.fb, *l, d, true),
             OpKind::Splat(x) => self.splat(*x, d),
+            OpKind::Broadcast(_) if self.row_splats.iter().any(|&(x, _)| x == v) => {
+                // Splatted once for the row (see `fused`).
+                for &(x, l) in &self.row_splats {
+                    if x == v {
+                        self.fb.get(l);
+                        break;
+                    }
+                }
+            }
             OpKind::Broadcast(a) => {
                 let src = self.addr(*a);
                 match spread(self.f, *a, v) {
@@ -277,7 +320,9 @@ impl Em<'_, '_> {
 
     /// A loop over the `n` elements of tile `like`, four at a time: `lanes`
     /// pushes each group, stored at `out`; a last partial group stores only
-    /// its valid lanes.
+    /// its valid lanes. When broadcasts need the row, the loop is a nest,
+    /// rows outside and the row's groups inside, and each row's splat of a
+    /// per-row value is made once, before the inner loop.
     fn fused(&mut self, out: Addr, n: u64, like: Value, lanes: impl Fn(&mut Self, Pos)) {
         let rows = self.needs_rows_of(like);
         let p = Pos {
@@ -285,26 +330,37 @@ impl Em<'_, '_> {
             row: self.fb.i32l(),
             col: self.fb.i32l(),
         };
-        let row_bytes = self.f.ty(like).shape().last().map_or(4, |d| d.get() * 4) as i32;
-        if rows {
-            self.fb.i32c(0).set(p.row).i32c(0).set(p.col);
-        }
+        let row_bytes = self.f.ty(like).shape().last().map_or(4, |d| d.get() * 4);
         let whole = n / 4;
-        self.count_loop(p.i, whole * 16, 16, |em| {
+        let group = |em: &mut Self| {
             let o = em.base(out, Some(p.i));
             lanes(em, p);
             em.fb.op(I::V128Store(m128(o)));
-            if rows {
-                em.fb
-                    .add_to(p.col, 16)
-                    .get(p.col)
-                    .i32c(row_bytes)
-                    .op(I::I32Eq);
-                em.fb.if_(|fb| {
-                    fb.i32c(0).set(p.col).add_to(p.row, 1);
+        };
+        if rows {
+            // Rows are whole groups here (`spread` asks for C % 4 == 0).
+            let mut splats = Vec::new();
+            self.row_broadcasts(like, &mut splats);
+            let locals: Vec<(Value, u32)> = splats
+                .iter()
+                .map(|&v| (v, self.fb.local(wasm_encoder::ValType::V128)))
+                .collect();
+            self.fb.i32c(0).set(p.i);
+            self.count_loop(p.row, whole * 16 / row_bytes, 1, |em| {
+                for &(v, l) in &locals {
+                    em.lanes(v, p);
+                    em.fb.set(l);
+                }
+                let saved = std::mem::replace(&mut em.row_splats, locals.clone());
+                em.count_loop(p.col, row_bytes, 16, |em| {
+                    group(em);
+                    em.fb.add_to(p.i, 16);
                 });
-            }
-        });
+                em.row_splats = saved;
+            });
+            return;
+        }
+        self.count_loop(p.i, whole * 16, 16, group);
         if !n.is_multiple_of(4) {
             // Row counters are only needed when rows are whole vectors, so
             // a partial group never needs them.
@@ -318,6 +374,31 @@ impl Em<'_, '_> {
                     memarg: m32(o + 4 * u32::from(lane)),
                     lane,
                 });
+            }
+        }
+    }
+
+    /// The inline broadcasts of one value per row that computing `v`
+    /// reads (each once).
+    fn row_broadcasts(&self, v: Value, out: &mut Vec<Value>) {
+        if !self.is_inline(v) {
+            return;
+        }
+        let ValueDef::Result(op, _) = self.f.values[v].def else {
+            return;
+        };
+        match &self.f.ops[op].kind {
+            OpKind::Broadcast(a) => {
+                if spread(self.f, *a, v) == Some(Spread::Row) && !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+            _ => {
+                if let Some((_, ins)) = rule_of(self.f, op) {
+                    for x in ins {
+                        self.row_broadcasts(x, out);
+                    }
+                }
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::wasm::math::Helper;
 use crate::wasm::plan::GroupKind;
 use crate::wasm::Error;
 use pk_lang::ir::{
-    BinaryOp, DType, Kernel, OpId, OpKind, RefView, Slice, Space, Start, Value, ValueDef,
+    BinaryOp, DType, Kernel, OpId, OpKind, RefId, RefView, Slice, Space, Start, Value, ValueDef,
 };
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
@@ -47,8 +47,11 @@ fn strides(shape: &[u64]) -> Vec<u64> {
 /// Whether a load of this window can be read in place (see `plan`).
 pub(crate) fn view_kind(k: &Kernel, v: &RefView, all_dot: bool) -> Option<GroupKind> {
     let r = k.refs.get(v.target)?;
+    // Tiles are 32-bit lanes, so only 32-bit refs can stand in for one;
+    // the MXU also reads bf16 refs as they are stored.
+    let lanes = matches!(r.ty.dtype, DType::F32 | DType::I32 | DType::Bool);
     if !matches!(r.ty.space, Space::Vmem | Space::Smem)
-        || !matches!(r.ty.dtype, DType::F32 | DType::I32 | DType::Bool)
+        || !(lanes || all_dot && r.ty.dtype == DType::BF16)
     {
         return None;
     }
@@ -613,13 +616,15 @@ impl Em<'_, '_> {
             rhs_dtype: rd.name().into(),
             out_dtype: od.name().into(),
             accumulate: false,
+            lhs_bf16: self.bf16_view(lhs),
+            rhs_bf16: self.bf16_view(rhs),
         };
         debug_assert_eq!(elems(self.f, r), os[0] * os[1]);
-        let into = self.accumulate_into(lhs, rhs, r);
-        let desc = DotSite {
-            accumulate: into.is_some(),
-            ..desc
+        let (into, accumulate) = match self.accumulate_into(lhs, rhs, r) {
+            Some((ops, base)) => (Some((ops.to_vec(), base)), true),
+            None => (self.store_into(lhs, rhs, r), false),
         };
+        let desc = DotSite { accumulate, ..desc };
         self.sites.dots.push(desc);
         self.fb.u32c(site);
         for v in [lhs, rhs] {
@@ -694,25 +699,10 @@ impl Em<'_, '_> {
         if stored != sum || f.ops[load].kind != OpKind::Load(view.clone()) {
             return None;
         }
-        // The whole ref, in VMEM at a fixed address.
-        let target = &self.k.refs[view.target].ty;
-        let whole = view.index.len() == target.shape.len()
-            && view.index.iter().zip(&target.shape).all(|(s, d)| {
-                matches!(s, Slice::Range { start: Start::Const(0), size } if Some(*size as i64) == d.known())
-            });
-        let slot = self.slots.get(view.target.index())?;
-        if !whole || target.space != Space::Vmem {
-            return None;
-        }
-        let base = slot.offset?;
+        let base = self.whole_vmem(view)?;
         // The dot's operands are not `acc` itself, and nothing between the
         // load and the store (all in one block) writes `acc`.
-        let reads_target = |v: Value| {
-            op_of(v).is_some_and(
-                |o| matches!(&f.ops[o].kind, OpKind::Load(w) if w.target == view.target),
-            )
-        };
-        if reads_target(lhs) || reads_target(rhs) {
+        if self.loads_of(lhs, view.target) || self.loads_of(rhs, view.target) {
             return None;
         }
         let block = f.blocks.iter().find(|(_, b)| b.ops.contains(&store))?.1;
@@ -733,5 +723,89 @@ impl Em<'_, '_> {
                 _ => false,
             });
         (!writes_target).then_some(([load, add, store], base))
+    }
+
+    /// The address of a view that is the whole of a VMEM ref.
+    fn whole_vmem(&self, view: &RefView) -> Option<u32> {
+        let target = &self.k.refs[view.target].ty;
+        let whole = view.index.len() == target.shape.len()
+            && view.index.iter().zip(&target.shape).all(|(s, d)| {
+                matches!(s, Slice::Range { start: Start::Const(0), size } if Some(*size as i64) == d.known())
+            });
+        if !whole || target.space != Space::Vmem {
+            return None;
+        }
+        self.slots.get(view.target.index())?.offset
+    }
+
+    /// Whether value `v` is a load of ref `r`.
+    fn loads_of(&self, v: Value, r: RefId) -> bool {
+        match self.f.values[v].def {
+            ValueDef::Result(o, _) => {
+                matches!(&self.f.ops[o].kind, OpKind::Load(w) if w.target == r)
+            }
+            ValueDef::Param(..) => false,
+        }
+    }
+
+    /// For `out[..] = dot(a, b)` on a whole VMEM ref `out` of the product's
+    /// dtype (the dot's only reader is that store, and nothing from the
+    /// dot to the store reads or writes `out`): the store op and `out`'s
+    /// address, so that the GEMM writes the product in place instead of
+    /// into a temporary that a second pass copies. Not under
+    /// `check_uninit`, whose written-maps the store keeps.
+    fn store_into(&self, lhs: Value, rhs: Value, r: Value) -> Option<(Vec<OpId>, u32)> {
+        if self.check_uninit {
+            return None;
+        }
+        let f = self.f;
+        if f.blocks.iter().any(|(_, b)| b.yields.contains(&r)) {
+            return None;
+        }
+        let users: Vec<OpId> = f
+            .ops
+            .iter()
+            .filter(|(_, o)| o.kind.operands().contains(&r))
+            .map(|(id, _)| id)
+            .collect();
+        let [store] = users[..] else {
+            return None;
+        };
+        let OpKind::Store(ref view, stored) = f.ops[store].kind else {
+            return None;
+        };
+        if stored != r || self.k.refs[view.target].ty.dtype != f.ty(r).dtype() {
+            return None;
+        }
+        let base = self.whole_vmem(view)?;
+        if self.loads_of(lhs, view.target) || self.loads_of(rhs, view.target) {
+            return None;
+        }
+        let ValueDef::Result(dot, _) = f.values[r].def else {
+            return None;
+        };
+        let block = f.blocks.iter().find(|(_, b)| b.ops.contains(&store))?.1;
+        let pos = |op: OpId| block.ops.iter().position(|&o| o == op);
+        let (from, to) = (pos(dot)?, pos(store)?);
+        // The GEMM writes `out` where the dot is: nothing up to the store
+        // may read or write it.
+        let target = view.target;
+        let touches = block.ops[from + 1..to]
+            .iter()
+            .any(|&o| match &f.ops[o].kind {
+                OpKind::Load(w) | OpKind::Store(w, _) => w.target == target,
+                OpKind::DmaStart { src, dst, .. } | OpKind::DmaWait { src, dst, .. } => {
+                    src.target == target || dst.target == target
+                }
+                OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
+                _ => false,
+            });
+        (!touches).then_some((vec![store], base))
+    }
+
+    /// Whether a dot operand is a bf16 ref's window read in place.
+    fn bf16_view(&self, v: Value) -> bool {
+        self.f.ty(v).dtype() == DType::BF16
+            && matches!(self.group_kind(v), Some(GroupKind::View { .. }))
     }
 }

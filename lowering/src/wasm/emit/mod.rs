@@ -30,6 +30,7 @@ pub(crate) struct Imports {
     pub dot: u32,
     pub dma_start: u32,
     pub dma_wait: u32,
+    pub eup: u32,
 }
 
 /// The side tables shared by every function of a module.
@@ -107,6 +108,9 @@ pub(crate) struct Em<'a, 's> {
     /// Ops already done by another op's code: the add and store of an
     /// `acc[..] += dot(..)` that the dot accumulates itself.
     pub done: Vec<bool>,
+    /// Per-row broadcasts splatted once per row of a fused loop nest, with
+    /// the locals holding them (see `fuse`).
+    pub row_splats: Vec<(Value, u32)>,
 }
 
 impl<'a, 's> Em<'a, 's> {
@@ -143,6 +147,7 @@ impl<'a, 's> Em<'a, 's> {
             loops: Vec::new(),
             cur: None,
             done: vec![false; f.ops.len()],
+            row_splats: Vec::new(),
         };
         for (i, &p) in f.entry_block().params.iter().enumerate() {
             em.locals[p.index()] = Some(i as u32);

@@ -264,15 +264,17 @@ impl Em<'_, '_> {
         Ok(())
     }
 
-    /// Pushes the reduction of `n` contiguous lanes at the address in `sp`:
-    /// four partial accumulators in SIMD, then the lanes and the tail.
+    /// Pushes the reduction of `n` contiguous lanes at the address in `sp`.
+    /// SIMD first: four vector accumulators, each taking every fourth
+    /// group of four lanes (so that the loop is not one chain of dependent
+    /// adds or maxes), folded pairwise (0 with 1, 2 with 3, then the two);
+    /// then the four lanes in order, then the tail lanes. The order is
+    /// fixed by `n` alone, so results do not depend on the host or on the
+    /// thread count.
     fn reduce_row(&mut self, op: ReduceOp, d: DType, sp: u32, n: u64) {
         let f = is_f(d);
-        let (acc, j, x) = (
-            self.fb.local(ValType::V128),
-            self.fb.i32l(),
-            self.fb.local(super::lane_type(d)),
-        );
+        let (j, x) = (self.fb.i32l(), self.fb.local(super::lane_type(d)));
+        let accs: Vec<u32> = (0..ACCS).map(|_| self.fb.local(ValType::V128)).collect();
         let (vop, sop) = combine(op, f);
         let identity = |em: &mut Self, vec: bool| match (op, f) {
             // -0.0 is the identity of float addition (x + -0 = x for every x).
@@ -284,17 +286,31 @@ impl Em<'_, '_> {
             (_, false) => push_i(em, i32::MAX, vec),
         };
         let nvec = n / 4;
-        identity(self, true);
-        self.fb.set(acc);
-        self.count_loop(j, nvec * 16, 16, |em| {
-            em.fb
-                .get(acc)
-                .get(sp)
-                .get(j)
-                .op(I::I32Add)
-                .op(I::V128Load(m128(0)));
-            em.fb.op(vop.clone()).set(acc);
+        for &a in &accs {
+            identity(self, true);
+            self.fb.set(a);
+        }
+        let wide = nvec / ACCS as u64 * ACCS as u64;
+        self.count_loop(j, wide * 16, 16 * ACCS, |em| {
+            for (k, &a) in accs.iter().enumerate() {
+                em.fb
+                    .get(a)
+                    .get(sp)
+                    .get(j)
+                    .op(I::I32Add)
+                    .op(I::V128Load(m128(16 * k as u32)));
+                em.fb.op(vop.clone()).set(a);
+            }
         });
+        for (k, v) in (wide..nvec).enumerate() {
+            let a = accs[k];
+            self.fb.get(a).get(sp).op(I::V128Load(m128(v as u32 * 16)));
+            self.fb.op(vop.clone()).set(a);
+        }
+        let acc = accs[0];
+        self.fb.get(accs[0]).get(accs[1]).op(vop.clone()).set(acc);
+        self.fb.get(accs[2]).get(accs[3]).op(vop.clone());
+        self.fb.get(acc).op(vop.clone()).set(acc);
         identity(self, false);
         self.fb.set(x);
         for lane in 0..4u8 {
@@ -496,6 +512,9 @@ fn push_i(em: &mut Em, v: i32, vec: bool) {
         em.fb.i32c(v);
     }
 }
+
+/// The vector accumulators of a row reduction.
+const ACCS: u32 = 4;
 
 /// The vector instruction that combines two partial results, and the
 /// scalar one (for integer max/min, the comparison `combine_s` selects by).

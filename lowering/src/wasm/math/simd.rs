@@ -12,28 +12,47 @@
 //! results that underflow are rounded into the subnormal range.
 
 use super::super::fb::Fb;
-use super::arith::{horner, reduce, square, Arith};
+use super::arith::{horner, square, Arith};
 use super::{Helper, Helpers};
+use crate::wasm::cephes::*;
 use wasm_encoder::{Instruction as I, ValType};
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 
-/// `x = min(max(x, lo), hi)` for an f32x4 local `x`; NaN lanes stay NaN.
+/// `x = min(max(x, lo), hi)` for an f32x4 local `x`. The pseudo-min/max
+/// (`b < a ? b : a`) are one instruction each on x86 (Wasm's `f32x4.min`
+/// and `max` take seven or eight, for NaN and signed zeros); a NaN lane
+/// stays NaN, since every comparison with it is false.
 fn clamp(fb: &mut Fb, x: u32, lo: f32, hi: f32) {
     fb.get(x)
         .f32x4c(lo)
-        .op(I::F32x4Max)
+        .op(I::F32x4PMax)
         .f32x4c(hi)
-        .op(I::F32x4Min);
+        .op(I::F32x4PMin);
     fb.set(x);
 }
 
-/// Pushes `p 2^n` for the f32x4 local `p` and the f32x4 local `n` of whole
-/// numbers (|n| <= 252), which becomes i32x4 in place. The product is made
-/// in two steps so that each factor is a normal number and a result in the
-/// subnormal range is rounded once.
+/// Sets the f32x4 local `n` to `nearest(x s)` and the i32x4 local `ni` to
+/// the same whole numbers, for a local `x` with |x s| < 2^22 (a NaN lane
+/// gives a NaN `n`). One addition and two subtractions instead of
+/// `nearest` and the long saturating conversion to integers.
+fn periods(fb: &mut Fb, x: u32, s: f32, n: u32, ni: u32) {
+    fb.get(x);
+    if s != 1.0 {
+        fb.f32x4c(s).op(I::F32x4Mul);
+    }
+    fb.f32x4c(ROUNDER).op(I::F32x4Add).tee(ni);
+    fb.f32x4c(ROUNDER).op(I::F32x4Sub).set(n);
+    fb.get(ni)
+        .i32x4c(ROUNDER.to_bits() as i32)
+        .op(I::I32x4Sub)
+        .set(ni);
+}
+
+/// Pushes `p 2^n` for the f32x4 local `p` and the i32x4 local `n`
+/// (|n| <= 252). The product is made in two steps so that each factor is a
+/// normal number and a result in the subnormal range is rounded once.
 fn scale2(fb: &mut Fb, p: u32, n: u32) {
-    fb.get(n).op(I::I32x4TruncSatF32x4S).set(n);
     fb.get(p);
     let h = fb.local(ValType::V128);
     fb.get(n).i32c(1).op(I::I32x4ShrS).set(h);
@@ -50,52 +69,44 @@ fn scale2(fb: &mut Fb, p: u32, n: u32) {
 /// exp(x), Cephes `expf`: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-7
 /// polynomial.
 pub(super) fn exp(fb: &mut Fb, x: u32) {
-    let (n, r, z, p) = (fb.local(V), fb.local(V), fb.local(V), fb.local(V));
-    // Clamping keeps n in [-150, 128]: anything below underflows to 0,
-    // anything above overflows to inf, and NaN passes through min/max.
-    clamp(fb, x, -104.0, 89.0);
-    reduce(fb, Arith::F32x4, x, n, LOG2E, 0.6933594, -2.121_944_4e-4);
-    fb.set(r);
-    square(fb, Arith::F32x4, r, z);
-    horner(
-        fb,
-        Arith::F32x4,
-        r,
-        &[
-            1.987_569_1e-4,
-            1.398_199_9e-3,
-            8.333_452e-3,
-            4.166_579_6e-2,
-            1.666_666_5e-1,
-            0.5,
-        ],
+    let (n, ni, r, z, p) = (
+        fb.local(V),
+        fb.local(V),
+        fb.local(V),
+        fb.local(V),
+        fb.local(V),
     );
+    // Clamping keeps n in [-150, 128]: anything below underflows to 0,
+    // anything above overflows to inf, and NaN passes through.
+    clamp(fb, x, EXP_RANGE.0, EXP_RANGE.1);
+    periods(fb, x, LOG2E, n, ni);
+    // r = x - n ln2, with ln2 in two parts (n * 0.6933594 is exact).
+    fb.get(x)
+        .get(n)
+        .f32x4c(LN2_HI)
+        .op(I::F32x4Mul)
+        .op(I::F32x4Sub);
+    fb.get(n)
+        .f32x4c(LN2_LO)
+        .op(I::F32x4Mul)
+        .op(I::F32x4Sub)
+        .set(r);
+    square(fb, Arith::F32x4, r, z);
+    horner(fb, Arith::F32x4, r, &EXP_POLY);
     fb.get(z).op(I::F32x4Mul).get(r).op(I::F32x4Add);
     fb.f32x4c(1.0).op(I::F32x4Add).set(p);
-    scale2(fb, p, n);
+    scale2(fb, p, ni);
 }
 
 /// 2^x: x = n + r, |r| <= 1/2, 2^r by the Cephes `exp2f` polynomial.
 pub(super) fn exp2(fb: &mut Fb, x: u32) {
-    let (n, r, p) = (fb.local(V), fb.local(V), fb.local(V));
-    clamp(fb, x, -151.0, 129.0);
-    fb.get(x).op(I::F32x4Nearest).set(n);
+    let (n, ni, r, p) = (fb.local(V), fb.local(V), fb.local(V), fb.local(V));
+    clamp(fb, x, EXP2_RANGE.0, EXP2_RANGE.1);
+    periods(fb, x, 1.0, n, ni);
     fb.get(x).get(n).op(I::F32x4Sub).set(r);
-    horner(
-        fb,
-        Arith::F32x4,
-        r,
-        &[
-            1.535_336_2e-4,
-            1.339_887_4e-3,
-            9.618_437e-3,
-            5.550_332_5e-2,
-            2.402_264_8e-1,
-            6.931_472e-1,
-        ],
-    );
+    horner(fb, Arith::F32x4, r, &EXP2_POLY);
     fb.get(r).op(I::F32x4Mul).f32x4c(1.0).op(I::F32x4Add).set(p);
-    scale2(fb, p, n);
+    scale2(fb, p, ni);
 }
 
 /// ln(x), Cephes `logf`: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln(m) by
@@ -149,33 +160,18 @@ pub(super) fn log(fb: &mut Fb, x: u32) {
         .op(I::F32x4Add);
     fb.f32x4c(1.0).op(I::F32x4Sub).set(m);
     square(fb, Arith::F32x4, m, z);
-    horner(
-        fb,
-        Arith::F32x4,
-        m,
-        &[
-            7.037_683_6e-2,
-            -1.151_461e-1,
-            1.167_699_9e-1,
-            -1.242_014_1e-1,
-            1.424_932_3e-1,
-            -1.666_805_8e-1,
-            2.000_071_4e-1,
-            -2.499_999_4e-1,
-            3.333333e-1,
-        ],
-    );
+    horner(fb, Arith::F32x4, m, &LOG_POLY);
     fb.get(m).op(I::F32x4Mul).get(z).op(I::F32x4Mul).set(y);
     fb.get(e).op(I::F32x4ConvertI32x4S).set(fe);
     fb.get(y)
         .get(fe)
-        .f32x4c(-2.121_944_4e-4)
+        .f32x4c(LN2_LO)
         .op(I::F32x4Mul)
         .op(I::F32x4Add);
     fb.get(z).f32x4c(0.5).op(I::F32x4Mul).op(I::F32x4Sub);
     fb.get(m).op(I::F32x4Add);
     fb.get(fe)
-        .f32x4c(0.6933594)
+        .f32x4c(LN2_HI)
         .op(I::F32x4Mul)
         .op(I::F32x4Add)
         .set(y);
@@ -207,18 +203,7 @@ pub(super) fn tanh(fb: &mut Fb, h: &mut Helpers) {
     let exp = h.func(Helper::ExpV);
     fb.get(x).op(I::F32x4Abs).set(a);
     square(fb, Arith::F32x4, x, z);
-    horner(
-        fb,
-        Arith::F32x4,
-        z,
-        &[
-            -5.704_988_7e-3,
-            2.063909e-2,
-            -5.373_971_6e-2,
-            1.333_144_2e-1,
-            -3.333328e-1,
-        ],
-    );
+    horner(fb, Arith::F32x4, z, &TANH_POLY);
     fb.get(z)
         .op(I::F32x4Mul)
         .get(x)
@@ -238,14 +223,18 @@ pub(super) fn tanh(fb: &mut Fb, h: &mut Helpers) {
         .op(I::V128And)
         .op(I::V128Or)
         .set(large);
-    fb.get(small).get(large).get(a).f32x4c(0.625).op(I::F32x4Lt);
+    fb.get(small)
+        .get(large)
+        .get(a)
+        .f32x4c(TANH_SMALL)
+        .op(I::F32x4Lt);
     fb.op(I::V128Bitselect);
     // Tiny arguments: tanh x = x (keeping the sign of zero).
     fb.set(small)
         .get(x)
         .get(small)
         .get(a)
-        .f32x4c(2.441_406_3e-4)
+        .f32x4c(TANH_TINY)
         .op(I::F32x4Lt);
     fb.op(I::V128Bitselect);
 }
