@@ -1,10 +1,11 @@
 //! The CPU reference executor: runs a kernel lowered to WebAssembly with
 //! wasmtime (Cranelift), under Pallas's grid contract, strictly.
 //!
-//! The host plays HBM (the [`HostArray`]s), the DMA engine and the MXU; a
-//! Wasm instance's linear memory plays one TensorCore's VMEM + SMEM. The
-//! grid's leading `parallel` axes are spread across threads, one instance
-//! per thread; results are bit-identical whatever the thread count.
+//! The host plays HBM (the [`HostArray`]s), the DMA engine, the MXU and the
+//! EUP; a Wasm instance's linear memory plays one TensorCore's VMEM + SMEM.
+//! The units of the grid's leading `parallel` axes are handed out to
+//! threads, one instance per thread; results are bit-identical whatever the
+//! thread count.
 //!
 //! A kernel runs from its `.wasm` and [`CpuManifest`] alone, so a kernel
 //! package needs no compiler to run.
@@ -30,6 +31,7 @@ use instance::{Host, Instance};
 use pk_lang::ir::DType;
 use pk_lowering::wasm::abi::{self, OperandInfo, Role};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -126,6 +128,28 @@ pub struct CpuKernel {
     fuel: bool,
     /// Idle instances, reused by later runs.
     pool: Mutex<Vec<Instance>>,
+}
+
+/// Hands out the grid's units in order, a few consecutive ones at a time,
+/// to whichever worker asks next, so that a worker the machine slows down
+/// takes fewer. After a failure no more are handed out: every unit before
+/// the failing one was handed out earlier and runs to its end, so the
+/// first failure in grid order is always found.
+struct Grab {
+    next: AtomicU64,
+    chunk: u64,
+    units: u64,
+    failed: AtomicBool,
+}
+
+impl Grab {
+    fn take(&self) -> Option<std::ops::Range<u64>> {
+        if self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let lo = self.next.fetch_add(self.chunk, Ordering::Relaxed);
+        (lo < self.units).then(|| lo..(lo + self.chunk).min(self.units))
+    }
 }
 
 /// The units a worker ran, or the first unit that failed and why.
@@ -366,6 +390,12 @@ impl CpuKernel {
         // done; dropping `stop` wakes it at once, so a short run does not
         // wait out a tick.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let grab = Grab {
+            next: AtomicU64::new(0),
+            chunk: (sched.units / (threads * 4)).max(1),
+            units: sched.units,
+            failed: AtomicBool::new(false),
+        };
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
             if opts.timeout.is_some() {
                 let engine = &self.engine;
@@ -376,18 +406,20 @@ impl CpuKernel {
                 });
             }
             let cpus = if opts.pin { allowed_cpus() } else { Vec::new() };
-            let per = sched.units.div_ceil(threads);
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (lo, hi) = (t * per, ((t + 1) * per).min(sched.units));
-                    let sched = &sched;
+                    let (sched, grab) = (&sched, &grab);
                     let cpu = (threads as usize <= cpus.len()).then(|| cpus[t as usize]);
                     s.spawn(move || {
                         if let Some(c) = cpu {
                             pin_to(c);
                         }
                         buffers.populate(t as usize, threads as usize);
-                        self.worker(buffers, sched, lo..hi, opts)
+                        let r = self.worker(buffers, sched, grab, opts);
+                        if r.is_err() {
+                            grab.failed.store(true, Ordering::Relaxed);
+                        }
+                        r
                     })
                 })
                 .collect();
@@ -427,10 +459,10 @@ impl CpuKernel {
         &self,
         buffers: &Arc<Buffers>,
         sched: &Schedule,
-        units: std::ops::Range<u64>,
+        grab: &Grab,
         opts: &RunOptions,
     ) -> WorkerResult {
-        let fail = |e| (units.start, Box::new(e));
+        let fail = |e| (0, Box::new(e));
         // Instances are kept between runs: their memory is already mapped
         // and touched, and every buffer is reset before it is read (scratch
         // and output blocks to poison, input blocks copied in).
@@ -472,10 +504,12 @@ impl CpuKernel {
         }
         let mut runner = Runner::new(self, inst, sched).map_err(fail)?;
         let mut out = Vec::new();
-        for u in units {
-            // An instance that stopped with an error is not reused.
-            let v = runner.unit(u).map_err(|e| (u, Box::new(e)))?;
-            out.push((u, v));
+        while let Some(units) = grab.take() {
+            for u in units {
+                // An instance that stopped with an error is not reused.
+                let v = runner.unit(u).map_err(|e| (u, Box::new(e)))?;
+                out.push((u, v));
+            }
         }
         let mut inst = runner.into_instance();
         inst.store.data_mut().buffers = Arc::new(Buffers {
