@@ -298,3 +298,47 @@ fn pinning_workers_changes_no_result() {
     let moved = k.run(vec![xa], &free).expect("runs");
     assert_eq!(pinned[0].data, moved[0].data);
 }
+
+/// bf16 operands read as stored (widened by the host, and kept while the
+/// block stays) give the bits of the f32 matmul of the same values, block
+/// for block: with one block over K (a reused across units) and with K
+/// split (new blocks every step).
+#[test]
+fn bf16_operands_match_f32_operands_of_the_same_values() {
+    let vals = |n: usize, m: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7919 + m) % 251) as f32 / 64.0 - 2.0)
+            .collect()
+    };
+    let (a, b) = (vals(64 * 512, 1), vals(512 * 384, 2));
+    for bk in ["512", "128"] {
+        let p = |t: &'static str| {
+            [
+                ("M", "64"),
+                ("N", "384"),
+                ("K", "512"),
+                ("bm", "32"),
+                ("bn", "128"),
+                ("bk", bk),
+                ("T", t),
+            ]
+        };
+        let half = build("kernels/matmul.pk", &p("bf16"));
+        let full = build("kernels/matmul.pk", &p("f32"));
+        let ha = HostArray::bf16_from_f32(&[64, 512], &a);
+        let hb = HostArray::bf16_from_f32(&[512, 384], &b);
+        // The same values as f32 (every value here is exact in bf16).
+        let fa = HostArray::from_f32(&[64, 512], &ha.to_f32());
+        let fb = HostArray::from_f32(&[512, 384], &hb.to_f32());
+        assert_eq!(fa.to_f32(), a);
+        for t in [1, 2] {
+            let x = half
+                .run(vec![ha.clone(), hb.clone()], &threads(t))
+                .expect("runs");
+            let y = full
+                .run(vec![fa.clone(), fb.clone()], &threads(t))
+                .expect("runs");
+            assert_eq!(x[0].data, y[0].data, "bk = {bk}, {t} threads");
+        }
+    }
+}

@@ -290,6 +290,13 @@ pub struct DotSite {
     pub lhs_bf16: bool,
     #[serde(default)]
     pub rhs_bf16: bool,
+    /// The ref an operand is read from in place, when no op of the kernel
+    /// writes that ref: its contents change only when the host copies a
+    /// block in, so the host may keep a widened copy until then.
+    #[serde(default)]
+    pub lhs_ref: Option<u32>,
+    #[serde(default)]
+    pub rhs_ref: Option<u32>,
 }
 
 /// Linear memory regions, in bytes.

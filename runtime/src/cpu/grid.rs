@@ -266,6 +266,8 @@ impl<'a> Runner<'a> {
         let Some(off) = off else {
             return Ok(());
         };
+        let r = self.ops[i].info.ref_index;
+        self.inst.store.data_mut().mxu.copied(r);
         let buf_shape = self.ops[i].buf_shape.clone();
         let shape = self.ops[i].info.shape.clone();
         let n: usize = buf_shape.iter().product::<u64>() as usize;

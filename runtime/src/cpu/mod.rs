@@ -477,7 +477,7 @@ impl CpuKernel {
                     inflight: Vec::new(),
                     step: Vec::new(),
                     error: None,
-                    mxu: Default::default(),
+                    mxu: mxu::Scratch::new(self.m.refs.len()),
                 };
                 Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
             }

@@ -55,11 +55,48 @@ unsafe fn widen_avx2(mem: &[u8], at: usize, cols: usize, ld: usize, buf: &mut [f
     widen_rows(mem, at, cols, ld, buf)
 }
 
-/// Host buffers an instance keeps for operands the MXU widens.
+/// Host buffers an instance keeps for operands the MXU widens, with what
+/// each holds: (ref, the ref's copy count, address, rows, cols, ld) when
+/// the operand's ref is one the kernel never writes.
 #[derive(Default)]
 pub(crate) struct Scratch {
     lhs: Vec<f32>,
     rhs: Vec<f32>,
+    lhs_key: Option<[u64; 6]>,
+    rhs_key: Option<[u64; 6]>,
+    /// Per ref, how many times the host has copied a block into it (the
+    /// grid runner counts).
+    copies: Vec<u64>,
+}
+
+impl Scratch {
+    pub fn new(refs: usize) -> Scratch {
+        Scratch {
+            copies: vec![0; refs],
+            ..Default::default()
+        }
+    }
+
+    /// Notes that the host wrote ref `r`'s VMEM buffer.
+    pub fn copied(&mut self, r: usize) {
+        if let Some(c) = self.copies.get_mut(r) {
+            *c += 1;
+        }
+    }
+
+    /// The key of a widened operand, when it can be kept.
+    fn key(&self, r: Option<u32>, at: usize, dims: (u32, u32), ld: u32) -> Option<[u64; 6]> {
+        let r = r? as usize;
+        let c = *self.copies.get(r)?;
+        Some([
+            r as u64,
+            c,
+            at as u64,
+            u64::from(dims.0),
+            u64::from(dims.1),
+            u64::from(ld),
+        ])
+    }
 }
 
 /// `out[m x n] = op(lhs) op(rhs)` on linear memory.
@@ -94,15 +131,25 @@ pub(crate) fn dot(
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
     // bf16 operands read in place are widened into host buffers first (a
     // dense copy: row stride = columns).
+    // A widened copy of a block the kernel never writes stays valid until
+    // the host copies the next block in.
     let (mut lhs_ld, mut rhs_ld) = (d.lhs_ld, d.rhs_ld);
     if d.lhs_bf16 {
-        let (rows, cols) = (d.lhs_dims.0 as usize, d.lhs_dims.1 as usize);
-        widen(mem, l.0, rows, cols, d.lhs_ld as usize, &mut scratch.lhs);
+        let key = scratch.key(d.lhs_ref, l.0, d.lhs_dims, d.lhs_ld);
+        if key.is_none() || key != scratch.lhs_key {
+            let (rows, cols) = (d.lhs_dims.0 as usize, d.lhs_dims.1 as usize);
+            widen(mem, l.0, rows, cols, d.lhs_ld as usize, &mut scratch.lhs);
+            scratch.lhs_key = key;
+        }
         lhs_ld = d.lhs_dims.1;
     }
     if d.rhs_bf16 {
-        let (rows, cols) = (d.rhs_dims.0 as usize, d.rhs_dims.1 as usize);
-        widen(mem, r.0, rows, cols, d.rhs_ld as usize, &mut scratch.rhs);
+        let key = scratch.key(d.rhs_ref, r.0, d.rhs_dims, d.rhs_ld);
+        if key.is_none() || key != scratch.rhs_key {
+            let (rows, cols) = (d.rhs_dims.0 as usize, d.rhs_dims.1 as usize);
+            widen(mem, r.0, rows, cols, d.rhs_ld as usize, &mut scratch.rhs);
+            scratch.rhs_key = key;
+        }
         rhs_ld = d.rhs_dims.1;
     }
     // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
@@ -232,6 +279,8 @@ mod tests {
             accumulate: false,
             lhs_bf16: false,
             rhs_bf16: false,
+            lhs_ref: None,
+            rhs_ref: None,
         }
     }
 

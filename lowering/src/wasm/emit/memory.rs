@@ -618,6 +618,8 @@ impl Em<'_, '_> {
             accumulate: false,
             lhs_bf16: self.bf16_view(lhs),
             rhs_bf16: self.bf16_view(rhs),
+            lhs_ref: self.stable_view(lhs),
+            rhs_ref: self.stable_view(rhs),
         };
         debug_assert_eq!(elems(self.f, r), os[0] * os[1]);
         let (into, accumulate) = match self.accumulate_into(lhs, rhs, r) {
@@ -801,6 +803,22 @@ impl Em<'_, '_> {
                 _ => false,
             });
         (!touches).then_some((vec![store], base))
+    }
+
+    /// The ref a dot operand is read from in place, when nothing in the
+    /// kernel writes that ref.
+    fn stable_view(&self, v: Value) -> Option<u32> {
+        if !matches!(self.group_kind(v), Some(GroupKind::View { .. })) {
+            return None;
+        }
+        let ValueDef::Result(op, _) = self.f.values[v].def else {
+            return None;
+        };
+        let OpKind::Load(w) = &self.f.ops[op].kind else {
+            return None;
+        };
+        let slot = self.slots.get(w.target.index())?;
+        (!slot.written).then_some(w.target.index() as u32)
     }
 
     /// Whether a dot operand is a bf16 ref's window read in place.
