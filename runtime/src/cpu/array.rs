@@ -145,16 +145,19 @@ impl HostArray {
 
     /// An f32 array.
     pub fn from_f32(shape: &[usize], v: &[f32]) -> HostArray {
-        let data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut data = zeroed(v.len() * 4);
+        for (d, x) in data.chunks_exact_mut(4).zip(v) {
+            d.copy_from_slice(&x.to_le_bytes());
+        }
         HostArray::new(DType::F32, shape.to_vec(), data)
     }
 
     /// A bf16 array, rounding each value to nearest even.
     pub fn bf16_from_f32(shape: &[usize], v: &[f32]) -> HostArray {
-        let data = v
-            .iter()
-            .flat_map(|x| bf16_from_f32(*x).to_le_bytes())
-            .collect();
+        let mut data = zeroed(v.len() * 2);
+        for (d, x) in data.chunks_exact_mut(2).zip(v) {
+            d.copy_from_slice(&bf16_from_f32(*x).to_le_bytes());
+        }
         HostArray::new(DType::BF16, shape.to_vec(), data)
     }
 
