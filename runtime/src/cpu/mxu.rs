@@ -284,6 +284,11 @@ mod tests {
         }
     }
 
+    /// A dot with fresh host buffers.
+    fn run(mem: &mut [u8], d: &DotSite, lhs: u32, rhs: u32, out: u32) -> Result<(), String> {
+        dot(mem, d, lhs, rhs, out, &mut Scratch::default())
+    }
+
     fn put(mem: &mut [u8], at: usize, v: &[f32]) {
         for (i, x) in v.iter().enumerate() {
             mem[at + 4 * i..at + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
@@ -308,15 +313,7 @@ mod tests {
             let mut mem = vec![0u8; 256];
             put(&mut mem, 0, if tl { &at } else { &a });
             put(&mut mem, 64, if tr { &bt } else { &b });
-            dot(
-                &mut mem,
-                &site(2, 2, 3, tl, tr, DotKind::F32),
-                0,
-                64,
-                128,
-                &mut Scratch::default(),
-            )
-            .unwrap();
+            run(&mut mem, &site(2, 2, 3, tl, tr, DotKind::F32), 0, 64, 128).unwrap();
             assert_eq!(get(&mem, 128, 4), want, "{tl} {tr}");
         }
     }
@@ -330,13 +327,12 @@ mod tests {
         for (i, v) in [2i32, 1].iter().enumerate() {
             mem[16 + 4 * i..20 + 4 * i].copy_from_slice(&v.to_le_bytes());
         }
-        dot(
+        run(
             &mut mem,
             &site(1, 1, 2, false, false, DotKind::I32),
             0,
             16,
             32,
-            &mut Scratch::default(),
         )
         .unwrap();
         let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
@@ -346,13 +342,12 @@ mod tests {
     #[test]
     fn rejects_ranges_outside_memory() {
         let mut mem = vec![0u8; 32];
-        assert!(dot(
+        assert!(run(
             &mut mem,
             &site(2, 2, 2, false, false, DotKind::F32),
             0,
             16,
-            24,
-            &mut Scratch::default(),
+            24
         )
         .is_err());
     }
@@ -369,7 +364,7 @@ mod tests {
             accumulate: true,
             ..site(2, 2, 2, false, false, DotKind::F32)
         };
-        dot(&mut mem, &acc, 0, 64, 128, &mut Scratch::default()).unwrap();
+        run(&mut mem, &acc, 0, 64, 128).unwrap();
         assert_eq!(get(&mem, 128, 4), [11.0, 22.0, 33.0, 44.0]);
 
         let mut mem = vec![0u8; 64];
@@ -385,7 +380,7 @@ mod tests {
             accumulate: true,
             ..site(1, 1, 1, false, false, DotKind::I32)
         };
-        dot(&mut mem, &acc, 0, 16, 32, &mut Scratch::default()).unwrap();
+        run(&mut mem, &acc, 0, 16, 32).unwrap();
         let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
         assert_eq!(got, i32::MAX.wrapping_add(15));
     }
