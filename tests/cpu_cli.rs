@@ -3,7 +3,7 @@
 
 mod cpu_support;
 
-use cpu_support::root;
+use cpu_support::{root, ADD};
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{npy, HostArray};
 use std::process::{Command, Output};
@@ -24,18 +24,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
-
-const ADD: [&str; 9] = [
-    "kernels/add.pk",
-    "-p",
-    "M=16",
-    "-p",
-    "N=256",
-    "-p",
-    "bm=8",
-    "-p",
-    "bn=128",
-];
 
 #[test]
 fn run_writes_outputs_atomically() {

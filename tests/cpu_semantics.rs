@@ -14,6 +14,11 @@ fn ints_f32(shape: &[usize], f: impl Fn(usize) -> f32) -> (Vec<f32>, HostArray) 
     (v, a)
 }
 
+/// `2 * identity` of size n: `a @ b = 2a`, exact in f32.
+fn twice_identity(n: usize) -> HostArray {
+    ints_f32(&[n, n], |i| if i / n == i % n { 2.0 } else { 0.0 }).1
+}
+
 /// Revisits of an output block over an `arbitrary` axis accumulate.
 #[test]
 fn revisit_accumulates_over_arbitrary_axis() {
@@ -152,9 +157,9 @@ fn dot_accumulates_in_place_and_keeps_program_order() {
 
     let k = build("tests/cpu/dot_accumulate.pk", &[]);
     let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
-    // b = 2 * identity: a @ b = 2a, exact in f32.
-    let (_, ba) = ints_f32(&[128, 128], |i| if i / 128 == i % 128 { 2.0 } else { 0.0 });
-    let out = k.run(vec![aa, ba], &threads(1)).expect("runs");
+    let out = k
+        .run(vec![aa, twice_identity(128)], &threads(1))
+        .expect("runs");
     let (y, z) = (out[0].to_f32(), out[1].to_f32());
     for i in 0..8 * 128 {
         assert_eq!(y[i], 1.0 + 4.0 * a[i], "y[{i}]");
@@ -189,10 +194,26 @@ fn rewritten_input_blocks_are_copied_again() {
 /// product and its store, the old `o` is what that read sees.
 #[test]
 fn dot_stores_in_place_and_keeps_program_order() {
+    // The first product is written at `y`'s address; the second, whose
+    // store `o` is read before, into a temporary (not at `o`).
+    let w = cpu_support::lower("tests/cpu/dot_store.pk");
+    let wat = pk_lowering::wasm::to_wat(&w.bytes).expect("prints");
+    let outs: Vec<Option<u32>> = wat
+        .lines()
+        .zip(wat.lines().skip(1))
+        .filter(|(_, next)| next.trim() == "call $dot")
+        .map(|(arg, _)| arg.trim().strip_prefix("i32.const ")?.parse().ok())
+        .collect();
+    let at = |name: &str| w.manifest.refs.iter().find(|r| r.name == name)?.offset;
+    assert_eq!(outs.len(), 2);
+    assert_eq!(outs[0], at("y"));
+    assert_ne!(outs[1], at("o"));
+
     let k = build("tests/cpu/dot_store.pk", &[]);
     let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
-    let (_, ba) = ints_f32(&[128, 128], |i| if i / 128 == i % 128 { 2.0 } else { 0.0 });
-    let out = k.run(vec![aa, ba], &threads(1)).expect("runs");
+    let out = k
+        .run(vec![aa, twice_identity(128)], &threads(1))
+        .expect("runs");
     let (y, z) = (out[0].to_f32(), out[1].to_f32());
     for i in 0..8 * 128 {
         assert_eq!(y[i], 2.0 * a[i], "y[{i}]");

@@ -7,24 +7,15 @@
 //! kernel runs and matches the numpy fixture.
 
 mod common;
+mod cpu_support;
 
 use common::{code, pkc, stderr, TempDir};
+use cpu_support::ADD;
 use pk_runtime::cpu::npy;
 use pk_runtime::pjrt::locate_libtpu;
 use std::process::Output;
 use std::sync::{Mutex, PoisonError};
 
-const ADD: [&str; 9] = [
-    "kernels/add.pk",
-    "-p",
-    "M=16",
-    "-p",
-    "N=256",
-    "-p",
-    "bm=8",
-    "-p",
-    "bn=128",
-];
 const X: &str = "x=tests/data/add_16x256/x.npy";
 const Y: &str = "y=tests/data/add_16x256/y.npy";
 const Z: &str = "tests/data/add_16x256/z_expected.npy";

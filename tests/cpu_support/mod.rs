@@ -6,6 +6,19 @@
 use pk_runtime::cpu::{CpuKernel, Error, HostArray, RunOptions};
 use std::path::{Path, PathBuf};
 
+/// `pkc` arguments naming the add kernel of the `add_16x256` fixture.
+pub const ADD: [&str; 9] = [
+    "kernels/add.pk",
+    "-p",
+    "M=16",
+    "-p",
+    "N=256",
+    "-p",
+    "bm=8",
+    "-p",
+    "bn=128",
+];
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

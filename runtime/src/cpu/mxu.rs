@@ -55,15 +55,20 @@ unsafe fn widen_avx2(mem: &[u8], at: usize, cols: usize, ld: usize, buf: &mut [f
     widen_rows(mem, at, cols, ld, buf)
 }
 
-/// Host buffers an instance keeps for operands the MXU widens, with what
-/// each holds: (ref, the ref's copy count, address, rows, cols, ld) when
-/// the operand's ref is one the kernel never writes.
+/// A widened copy of one bf16 operand, with what it holds when it may be
+/// kept: (ref, the ref's copy count, address, rows, cols, ld), for an
+/// operand whose ref the kernel never writes.
+#[derive(Default)]
+struct Widened {
+    buf: Vec<f32>,
+    key: Option<[u64; 6]>,
+}
+
+/// Host buffers an instance keeps for operands the MXU widens.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    lhs: Vec<f32>,
-    rhs: Vec<f32>,
-    lhs_key: Option<[u64; 6]>,
-    rhs_key: Option<[u64; 6]>,
+    lhs: Widened,
+    rhs: Widened,
     /// Per ref, how many times the host has copied a block into it (the
     /// grid runner counts).
     copies: Vec<u64>,
@@ -83,19 +88,39 @@ impl Scratch {
             *c += 1;
         }
     }
+}
 
-    /// The key of a widened operand, when it can be kept.
-    fn key(&self, r: Option<u32>, at: usize, dims: (u32, u32), ld: u32) -> Option<[u64; 6]> {
-        let r = r? as usize;
-        let c = *self.copies.get(r)?;
-        Some([
-            r as u64,
-            c,
-            at as u64,
-            u64::from(dims.0),
-            u64::from(dims.1),
-            u64::from(ld),
-        ])
+impl Widened {
+    /// Widens the stored bf16 matrix `dims` (row stride `ld`) at byte `at`
+    /// of `mem`, unless the copy already held is of the same block of a ref
+    /// (`r`) the kernel never writes and the host has not copied into
+    /// since. Returns the dense f32 rows.
+    fn of(
+        &mut self,
+        mem: &[u8],
+        at: usize,
+        dims: (u32, u32),
+        ld: u32,
+        r: Option<u32>,
+        copies: &[u64],
+    ) -> *const f32 {
+        let key = r.and_then(|r| {
+            let c = *copies.get(r as usize)?;
+            Some([
+                u64::from(r),
+                c,
+                at as u64,
+                u64::from(dims.0),
+                u64::from(dims.1),
+                u64::from(ld),
+            ])
+        });
+        if key.is_none() || key != self.key {
+            let (rows, cols) = (dims.0 as usize, dims.1 as usize);
+            widen(mem, at, rows, cols, ld as usize, &mut self.buf);
+            self.key = key;
+        }
+        self.buf.as_ptr()
     }
 }
 
@@ -131,27 +156,18 @@ pub(crate) fn dot(
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
     // bf16 operands read in place are widened into host buffers first (a
     // dense copy: row stride = columns).
-    // A widened copy of a block the kernel never writes stays valid until
-    // the host copies the next block in.
-    let (mut lhs_ld, mut rhs_ld) = (d.lhs_ld, d.rhs_ld);
-    if d.lhs_bf16 {
-        let key = scratch.key(d.lhs_ref, l.0, d.lhs_dims, d.lhs_ld);
-        if key.is_none() || key != scratch.lhs_key {
-            let (rows, cols) = (d.lhs_dims.0 as usize, d.lhs_dims.1 as usize);
-            widen(mem, l.0, rows, cols, d.lhs_ld as usize, &mut scratch.lhs);
-            scratch.lhs_key = key;
-        }
-        lhs_ld = d.lhs_dims.1;
-    }
-    if d.rhs_bf16 {
-        let key = scratch.key(d.rhs_ref, r.0, d.rhs_dims, d.rhs_ld);
-        if key.is_none() || key != scratch.rhs_key {
-            let (rows, cols) = (d.rhs_dims.0 as usize, d.rhs_dims.1 as usize);
-            widen(mem, r.0, rows, cols, d.rhs_ld as usize, &mut scratch.rhs);
-            scratch.rhs_key = key;
-        }
-        rhs_ld = d.rhs_dims.1;
-    }
+    let lhs_wide = d.lhs_bf16.then(|| {
+        scratch
+            .lhs
+            .of(mem, l.0, d.lhs_dims, d.lhs_ld, d.lhs_ref, &scratch.copies)
+    });
+    let rhs_wide = d.rhs_bf16.then(|| {
+        scratch
+            .rhs
+            .of(mem, r.0, d.rhs_dims, d.rhs_ld, d.rhs_ref, &scratch.copies)
+    });
+    let lhs_ld = if d.lhs_bf16 { d.lhs_dims.1 } else { d.lhs_ld };
+    let rhs_ld = if d.rhs_bf16 { d.rhs_dims.1 } else { d.rhs_ld };
     // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
     let (l_rs, l_cs) = if d.trans_lhs {
         (1, lhs_ld as isize)
@@ -165,16 +181,8 @@ pub(crate) fn dot(
     };
     let base = mem.as_mut_ptr();
     // SAFETY (for both): in bounds of `mem` (checked above) or of a buffer.
-    let lhs_ptr = if d.lhs_bf16 {
-        scratch.lhs.as_ptr()
-    } else {
-        unsafe { base.add(l.0) as *const f32 }
-    };
-    let rhs_ptr = if d.rhs_bf16 {
-        scratch.rhs.as_ptr()
-    } else {
-        unsafe { base.add(r.0) as *const f32 }
-    };
+    let lhs_ptr = lhs_wide.unwrap_or_else(|| unsafe { base.add(l.0) as *const f32 });
+    let rhs_ptr = rhs_wide.unwrap_or_else(|| unsafe { base.add(r.0) as *const f32 });
     match d.kind {
         DotKind::F32 => {
             if k == 0 {

@@ -256,19 +256,15 @@ impl Em<'_, '_> {
         let ValueDef::Result(op, _) = self.f.values[v].def else {
             return;
         };
+        // A per-row value splatted once for the row (see `fused`).
+        if let Some(&(_, l)) = self.row_splats.iter().find(|&&(x, _)| x == v) {
+            self.fb.get(l);
+            return;
+        }
         let d = self.f.ty(v).dtype();
         match &self.f.ops[op].kind {
             OpKind::Const(l) => super::elementwise::push_const(&mut self.fb, *l, d, true),
             OpKind::Splat(x) => self.splat(*x, d),
-            OpKind::Broadcast(_) if self.row_splats.iter().any(|&(x, _)| x == v) => {
-                // Splatted once for the row (see `fused`).
-                for &(x, l) in &self.row_splats {
-                    if x == v {
-                        self.fb.get(l);
-                        break;
-                    }
-                }
-            }
             OpKind::Broadcast(a) => {
                 let src = self.addr(*a);
                 match spread(self.f, *a, v) {
