@@ -11,7 +11,7 @@
 //! memrefs would still need a stand-in; one mechanism is simpler than two.
 
 use super::error::{MosaicError, SourceLocation};
-use melior::dialect::DialectRegistry;
+use melior::dialect::{DialectHandle, DialectRegistry};
 use melior::ir::attribute::{
     ArrayAttribute, BoolAttribute, DenseElementsAttribute, DenseI32ArrayAttribute,
     DenseI64ArrayAttribute, FloatAttribute, IntegerAttribute,
@@ -84,17 +84,38 @@ impl MemSpace {
 /// lowering runs.
 pub(crate) type Diagnostics = Arc<Mutex<Vec<String>>>;
 
+/// The upstream dialects a Mosaic kernel body uses (besides `builtin`, which
+/// every context has).
+///
+/// Only these are registered: registering all of MLIR's dialects would link
+/// every one of them (and its dependencies) into each binary.
+fn dialect_handles() -> [DialectHandle; 6] {
+    // SAFETY: each function returns a static handle of a dialect compiled into
+    // the MLIR C API libraries that mlir-sys links.
+    unsafe {
+        [
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__func__()),
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__arith__()),
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()),
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__vector__()),
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__memref__()),
+            DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__scf__()),
+        ]
+    }
+}
+
 /// A context with the upstream dialects that Mosaic kernels use, unregistered
 /// (`tpu`) operations allowed, and a diagnostic collector attached.
 pub(crate) fn new_context() -> (Context, Diagnostics) {
     let registry = DialectRegistry::new();
-    melior::utility::register_all_dialects(&registry);
+    let handles = dialect_handles();
+    for h in &handles {
+        h.insert_dialect(&registry);
+    }
     let ctx = Context::new();
     ctx.append_dialect_registry(&registry);
-    for d in [
-        "builtin", "func", "arith", "math", "vector", "memref", "scf",
-    ] {
-        ctx.get_or_load_dialect(d);
+    for h in &handles {
+        h.load_dialect(&ctx);
     }
     ctx.set_allow_unregistered_dialects(true);
     let diags: Diagnostics = Arc::default();
