@@ -306,6 +306,71 @@ fn matmul_ref_facts() {
     assert!(w.manifest.dots.iter().all(|d| d.lhs_bf16 && d.rhs_bf16));
 }
 
+/// Operands that only the MXU reads are read where they lie in the input
+/// arrays: full blocks at row and column offsets, transposed, bf16; the
+/// partial last block is copied in (its padding rows never reach `c`).
+/// Small integers, so the products are exact.
+#[test]
+fn mxu_reads_full_blocks_from_the_arrays() {
+    let k = build("tests/cpu/dot_from_array.pk", &[]);
+    let only: Vec<(String, bool)> = k
+        .manifest()
+        .refs
+        .iter()
+        .map(|r| (r.name.clone(), r.mxu_only))
+        .collect();
+    let f = |n: &str, v| (n.to_string(), v);
+    assert_eq!(
+        only,
+        [
+            f("a", true),
+            f("b", true),
+            f("ah", true),
+            f("bt", true),
+            f("c", false),
+            f("d", false)
+        ]
+    );
+
+    let (a, aa) = ints_f32(&[40, 128], |i| ((i * 7) % 9) as f32 - 4.0);
+    let (b, ba) = ints_f32(&[128, 256], |i| ((i * 5) % 7) as f32 - 3.0);
+    let bt: Vec<f32> = (0..256 * 128)
+        .map(|i| ((i * 3) % 11) as f32 - 5.0)
+        .collect();
+    let aha = HostArray::bf16_from_f32(&[40, 128], &a);
+    let bta = HostArray::bf16_from_f32(&[256, 128], &bt);
+    let mut want_c = vec![0f32; 40 * 256];
+    let mut want_d = vec![0f32; 40 * 256];
+    for r in 0..40 {
+        for n in 0..256 {
+            for x in 0..128 {
+                want_c[r * 256 + n] += a[r * 128 + x] * b[x * 256 + n];
+                want_d[r * 256 + n] += a[r * 128 + x] * bt[n * 128 + x];
+            }
+        }
+    }
+    for t in [1, 2] {
+        let out = k
+            .run(
+                vec![aa.clone(), ba.clone(), aha.clone(), bta.clone()],
+                &threads(t),
+            )
+            .expect("runs");
+        let first_diff =
+            |got: Vec<f32>, want: &[f32]| got.iter().zip(want).position(|(g, w)| g != w);
+        assert_eq!(
+            first_diff(out[0].to_f32(), &want_c),
+            None,
+            "c on {t} threads"
+        );
+        assert_eq!(
+            first_diff(out[1].to_f32(), &want_d),
+            None,
+            "d on {t} threads"
+        );
+    }
+}
+
 /// Pinned and free-moving workers give the same bits.
 #[test]
 fn pinning_workers_changes_no_result() {

@@ -178,6 +178,11 @@ pub struct RefSlot {
     pub written: bool,
     /// Every grid step stores the whole ref before anything reads it.
     pub filled_first: bool,
+    /// Nothing but the MXU reads the ref, and it reads the whole ref in
+    /// place (the `lhs_ref`/`rhs_ref` of its dots): the host may let the
+    /// MXU read an input block from the array instead of copying it in.
+    #[serde(default)]
+    pub mxu_only: bool,
 }
 
 /// How a grid axis is split.

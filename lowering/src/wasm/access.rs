@@ -2,8 +2,11 @@
 //! work that cannot change a result: an input block that nothing writes
 //! need not be copied in again for a later grid step that maps to the same
 //! block, and an output block that every step overwrites whole before
-//! reading it need not be poisoned first.
+//! reading it need not be poisoned first; and an input block that only the
+//! MXU reads, whole, need not be copied into VMEM at all (the MXU can read
+//! it from the array).
 
+use super::plan::{GroupKind, Plan};
 use pk_lang::ir::{BlockId, Func, Kernel, OpKind, RefId, RefView, Slice, Start};
 
 /// Per ref, in declaration order.
@@ -51,6 +54,46 @@ pub(crate) fn analyse(k: &Kernel) -> Access {
         written,
         filled_first,
     }
+}
+
+/// Per ref, whether only the MXU reads it: every op that touches the ref is
+/// a load of the whole ref that the plan reads in place (a view) and whose
+/// value nothing but `dot` uses. Vacuously true for a ref no op touches.
+pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
+    let f = &k.body;
+    let mut only = vec![true; k.refs.iter().count()];
+    for (_, op) in f.ops.iter() {
+        let view = match &op.kind {
+            OpKind::Load(v) => v,
+            OpKind::Store(v, _) => {
+                only[v.target.index()] = false;
+                continue;
+            }
+            OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
+                for v in [src, dst, sem] {
+                    only[v.target.index()] = false;
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(&r) = op.results.first() else {
+            only[view.target.index()] = false;
+            continue;
+        };
+        let in_place = plan
+            .group(r)
+            .is_some_and(|g| matches!(plan.groups[g as usize].kind, GroupKind::View { .. }));
+        let dot_users = f
+            .ops
+            .iter()
+            .all(|(_, u)| !u.kind.operands().contains(&r) || matches!(u.kind, OpKind::Dot { .. }));
+        let yielded = f.blocks.iter().any(|(_, b)| b.yields.contains(&r));
+        if !(in_place && dot_users && !yielded && whole(k, view)) {
+            only[view.target.index()] = false;
+        }
+    }
+    only
 }
 
 /// Whether a view is the whole ref.

@@ -62,6 +62,7 @@ pub(crate) fn refs(
             shadow: None,
             written: false,
             filled_first: false,
+            mxu_only: false,
         });
     }
     let mut place = |want: &dyn Fn(Space) -> bool, cursor: &mut u64| -> u64 {

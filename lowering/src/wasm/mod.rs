@@ -102,9 +102,11 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
     let plan = plan::plan(k, &|v, all_dot| emit::view_kind(k, v, all_dot));
     let (mut slots, mut layout) = layout::refs(k, opts.target, 4 * dma_arg_slots(&k.body))?;
     let access = access::analyse(k);
+    let mxu_only = access::mxu_only(k, &plan);
     for (i, s) in slots.iter_mut().enumerate() {
         s.written = access.written[i];
         s.filled_first = access.filled_first[i];
+        s.mxu_only = mxu_only[i];
     }
     layout::finish(
         k,

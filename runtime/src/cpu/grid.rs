@@ -15,8 +15,10 @@
 //! block, and is not copied again.
 
 use super::array::fill_poison;
+use super::buffers::Buf;
 use super::error::{at, located, Error};
 use super::instance::{step_str, Instance};
+use super::mxu::Direct;
 use super::window::{self, Win};
 use super::CpuKernel;
 use pk_lang::ir::DType;
@@ -89,6 +91,10 @@ struct Op<'a> {
     /// Each step writes the whole buffer before reading it, so a new
     /// output block needs no poison.
     filled_first: bool,
+    /// A blocked float input that only the MXU reads, whole, from an
+    /// array nothing writes: a full block stays in the array and the MXU
+    /// reads it there (a partial block is copied in, padding and all).
+    direct: bool,
 }
 
 fn loc_err(
@@ -134,6 +140,13 @@ impl<'a> Runner<'a> {
                     && !slot.written
                     && inst.store.data().buffers.read_only(i),
                 filled_first: slot.filled_first,
+                direct: o.role == Role::Input
+                    && slot.mxu_only
+                    && matches!(dtype, DType::F32 | DType::BF16)
+                    && o.block
+                        .as_ref()
+                        .is_some_and(|b| b.len() >= 2 && b[..b.len() - 2].iter().all(|&d| d == 1))
+                    && inst.store.data().buffers.read_only(i),
             });
         }
         Ok(Runner {
@@ -252,10 +265,39 @@ impl<'a> Runner<'a> {
     }
 
     /// Copies an input block into VMEM; padding past the array's end reads
-    /// as poison.
+    /// as poison. A full block that only the MXU reads stays in the array.
     fn copy_in(&mut self, i: usize, b: &[i64]) -> Result<(), Error> {
         let (start, size) = self.block_window(i, b);
+        if self.ops[i].direct && size == self.ops[i].buf_shape {
+            if let Some(block) = self.in_array(i, &start) {
+                let r = self.ops[i].info.ref_index;
+                self.inst.store.data_mut().mxu.read_from_array(r, block);
+                return Ok(());
+            }
+        }
         self.load_window(i, &start, &size)
+    }
+
+    /// Block `start` of input `i` where it lies in the input array (whose
+    /// last two dimensions are the block's rows and columns).
+    fn in_array(&self, i: usize, start: &[u64]) -> Option<Direct> {
+        let o = &self.ops[i];
+        let Buf::Shared(array) = self.inst.store.data().buffers.bufs.get(o.buffer)? else {
+            return None;
+        };
+        let mut elem = 0u64;
+        for (&s, &n) in start.iter().zip(&o.info.shape) {
+            elem = elem * n + s;
+        }
+        let at = usize::try_from(elem).ok()?.checked_mul(o.eb)?;
+        let aligned = (array.data.as_ptr() as usize + at).is_multiple_of(o.eb);
+        Some(Direct {
+            array: array.clone(),
+            at,
+            ld: u32::try_from(*o.info.shape.last()?).ok()?,
+            vmem: u32::try_from(o.offset?).ok()?,
+        })
+        .filter(|_| aligned)
     }
 
     fn load_window(&mut self, i: usize, start: &[u64], size: &[u64]) -> Result<(), Error> {

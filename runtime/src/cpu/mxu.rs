@@ -8,12 +8,13 @@
 //! are exact; only the summation order differs from the chip, which is
 //! what the test tolerances allow for.
 
+use super::array::HostArray;
 use pk_lowering::wasm::abi::{DotKind, DotSite};
+use std::sync::Arc;
 
 /// Byte range `[start, end)` of a stored matrix of `rows x cols` with row
 /// stride `ld` (elements of `eb` bytes) at `addr`.
-fn extent(addr: u32, rows: u32, cols: u32, ld: u32, eb: usize) -> (usize, usize) {
-    let start = addr as usize;
+fn extent(start: usize, rows: u32, cols: u32, ld: u32, eb: usize) -> (usize, usize) {
     let elems = if rows == 0 || cols == 0 {
         0
     } else {
@@ -64,6 +65,19 @@ struct Widened {
     key: Option<[u64; 6]>,
 }
 
+/// The block a ref that only the MXU reads holds, left in the input array
+/// instead of being copied into VMEM (see `RefSlot::mxu_only`).
+#[derive(Clone)]
+pub(crate) struct Direct {
+    pub array: Arc<HostArray>,
+    /// Byte offset of the block's first element in the array.
+    pub at: usize,
+    /// The array's row stride (elements).
+    pub ld: u32,
+    /// The ref's VMEM address: a dot reads the block when it names this.
+    pub vmem: u32,
+}
+
 /// Host buffers an instance keeps for operands the MXU widens.
 #[derive(Default)]
 pub(crate) struct Scratch {
@@ -72,12 +86,15 @@ pub(crate) struct Scratch {
     /// Per ref, how many times the host has copied a block into it (the
     /// grid runner counts).
     copies: Vec<u64>,
+    /// Per ref, the block the MXU reads from the array instead of VMEM.
+    direct: Vec<Option<Direct>>,
 }
 
 impl Scratch {
     pub fn new(refs: usize) -> Scratch {
         Scratch {
             copies: vec![0; refs],
+            direct: vec![None; refs],
             ..Default::default()
         }
     }
@@ -87,37 +104,85 @@ impl Scratch {
         if let Some(c) = self.copies.get_mut(r) {
             *c += 1;
         }
+        if let Some(d) = self.direct.get_mut(r) {
+            *d = None;
+        }
+    }
+
+    /// Makes ref `r` stand for a block of an input array: the MXU reads
+    /// the block there, and nothing else reads the ref.
+    pub fn read_from_array(&mut self, r: usize, block: Direct) {
+        self.copied(r);
+        if let Some(d) = self.direct.get_mut(r) {
+            *d = Some(block);
+        }
+    }
+}
+
+/// Where the MXU reads one operand: `bytes[at..]`, rows `ld` elements
+/// apart; `in_memory` when `bytes` is linear memory.
+struct Source<'m> {
+    bytes: &'m [u8],
+    at: usize,
+    ld: u32,
+    in_memory: bool,
+}
+
+/// Where an operand at linear-memory address `addr` (of ref `r`, row
+/// stride `ld`) is read: linear memory, or the input array that ref's
+/// block was left in.
+fn source<'m>(
+    mem: &'m [u8],
+    direct: &'m [Option<Direct>],
+    r: Option<u32>,
+    addr: u32,
+    ld: u32,
+) -> Result<Source<'m>, String> {
+    match r.and_then(|r| direct.get(r as usize)?.as_ref()) {
+        None => Ok(Source {
+            bytes: mem,
+            at: addr as usize,
+            ld,
+            in_memory: true,
+        }),
+        Some(b) if b.vmem == addr => Ok(Source {
+            bytes: &b.array.data,
+            at: b.at,
+            ld: b.ld,
+            in_memory: false,
+        }),
+        Some(_) => Err(format!(
+            "dot operand at {addr} is not the whole ref whose block stays in the array"
+        )),
     }
 }
 
 impl Widened {
-    /// Widens the stored bf16 matrix `dims` (row stride `ld`) at byte `at`
-    /// of `mem`, unless the copy already held is of the same block of a ref
-    /// (`r`) the kernel never writes and the host has not copied into
-    /// since. Returns the dense f32 rows.
-    fn of(
-        &mut self,
-        mem: &[u8],
-        at: usize,
-        dims: (u32, u32),
-        ld: u32,
-        r: Option<u32>,
-        copies: &[u64],
-    ) -> *const f32 {
+    /// Widens the stored bf16 matrix `dims` of `src` into dense f32 rows,
+    /// unless the copy already held is of the same block of a ref (`r`)
+    /// the kernel never writes and the host has not filled since.
+    fn of(&mut self, src: &Source, dims: (u32, u32), r: Option<u32>, copies: &[u64]) -> *const f32 {
         let key = r.and_then(|r| {
             let c = *copies.get(r as usize)?;
             Some([
                 u64::from(r),
                 c,
-                at as u64,
+                src.at as u64,
                 u64::from(dims.0),
                 u64::from(dims.1),
-                u64::from(ld),
+                u64::from(src.ld),
             ])
         });
         if key.is_none() || key != self.key {
             let (rows, cols) = (dims.0 as usize, dims.1 as usize);
-            widen(mem, at, rows, cols, ld as usize, &mut self.buf);
+            widen(
+                src.bytes,
+                src.at,
+                rows,
+                cols,
+                src.ld as usize,
+                &mut self.buf,
+            );
             self.key = key;
         }
         self.buf.as_ptr()
@@ -134,40 +199,60 @@ pub(crate) fn dot(
     scratch: &mut Scratch,
 ) -> Result<(), String> {
     let eb = |bf16: bool| if bf16 { 2 } else { 4 };
-    let l = extent(lhs, d.lhs_dims.0, d.lhs_dims.1, d.lhs_ld, eb(d.lhs_bf16));
-    let r = extent(rhs, d.rhs_dims.0, d.rhs_dims.1, d.rhs_ld, eb(d.rhs_bf16));
-    let o = extent(out, d.m, d.n, d.n, 4);
-    for (what, (s, e), bf16) in [
-        ("lhs", l, d.lhs_bf16),
-        ("rhs", r, d.rhs_bf16),
-        ("out", o, false),
-    ] {
-        if e > mem.len() || s % eb(bf16) != 0 {
-            return Err(format!("dot {what} range {s}..{e} is outside memory"));
-        }
+    let o = extent(out as usize, d.m, d.n, d.n, 4);
+    if o.1 > mem.len() || !o.0.is_multiple_of(4) {
+        return Err(format!("dot out range {}..{} is outside memory", o.0, o.1));
     }
     if (d.lhs_bf16 || d.rhs_bf16) && d.kind != DotKind::F32 {
         return Err("bf16 operands of an integer dot".into());
     }
-    let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
-    if overlaps(o, l) || overlaps(o, r) {
-        return Err("dot output overlaps an operand".into());
-    }
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
-    // bf16 operands read in place are widened into host buffers first (a
-    // dense copy: row stride = columns).
-    let lhs_wide = d.lhs_bf16.then(|| {
-        scratch
-            .lhs
-            .of(mem, l.0, d.lhs_dims, d.lhs_ld, d.lhs_ref, &scratch.copies)
-    });
-    let rhs_wide = d.rhs_bf16.then(|| {
-        scratch
-            .rhs
-            .of(mem, r.0, d.rhs_dims, d.rhs_ld, d.rhs_ref, &scratch.copies)
-    });
-    let lhs_ld = if d.lhs_bf16 { d.lhs_dims.1 } else { d.lhs_ld };
-    let rhs_ld = if d.rhs_bf16 { d.rhs_dims.1 } else { d.rhs_ld };
+    // Operands are read (and bf16 ones widened into host buffers, a dense
+    // copy: row stride = columns) before the output is written.
+    // Each operand's f32 rows: a host buffer or array (`Some`), or linear
+    // memory at `offsets` (pointers into it are taken after the reads, from
+    // the one mutable pointer the output is written through).
+    let mut ptrs: [Option<*const f32>; 2] = [None; 2];
+    let mut lds = [0u32; 2];
+    let mut offsets = [0usize; 2];
+    let mut in_memory = true;
+    for (side, (addr, r, ld, dims, bf16)) in [
+        (lhs, d.lhs_ref, d.lhs_ld, d.lhs_dims, d.lhs_bf16),
+        (rhs, d.rhs_ref, d.rhs_ld, d.rhs_dims, d.rhs_bf16),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let what = ["lhs", "rhs"][side];
+        let src = source(mem, &scratch.direct, r, addr, ld)?;
+        let (s, e) = extent(src.at, dims.0, dims.1, src.ld, eb(bf16));
+        let aligned = (src.bytes.as_ptr() as usize + s).is_multiple_of(eb(bf16));
+        if e > src.bytes.len() || !aligned {
+            return Err(format!("dot {what} range {s}..{e} is outside memory"));
+        }
+        if src.in_memory && s < o.1 && o.0 < e {
+            return Err("dot output overlaps an operand".into());
+        }
+        in_memory &= src.in_memory;
+        offsets[side] = s;
+        (ptrs[side], lds[side]) = if bf16 {
+            let w = if side == 0 {
+                &mut scratch.lhs
+            } else {
+                &mut scratch.rhs
+            };
+            (Some(w.of(&src, dims, r, &scratch.copies)), dims.1)
+        } else if src.in_memory {
+            (None, src.ld)
+        } else {
+            // SAFETY: in bounds of the array (checked above).
+            (
+                Some(unsafe { src.bytes.as_ptr().add(s) as *const f32 }),
+                src.ld,
+            )
+        };
+    }
+    let [lhs_ld, rhs_ld] = lds;
     // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
     let (l_rs, l_cs) = if d.trans_lhs {
         (1, lhs_ld as isize)
@@ -180,9 +265,9 @@ pub(crate) fn dot(
         (rhs_ld as isize, 1)
     };
     let base = mem.as_mut_ptr();
-    // SAFETY (for both): in bounds of `mem` (checked above) or of a buffer.
-    let lhs_ptr = lhs_wide.unwrap_or_else(|| unsafe { base.add(l.0) as *const f32 });
-    let rhs_ptr = rhs_wide.unwrap_or_else(|| unsafe { base.add(r.0) as *const f32 });
+    // SAFETY: in bounds of `mem` (checked above).
+    let [lhs_ptr, rhs_ptr] =
+        [0, 1].map(|i| ptrs[i].unwrap_or_else(|| unsafe { base.add(offsets[i]) as *const f32 }));
     match d.kind {
         DotKind::F32 => {
             if k == 0 {
@@ -191,11 +276,11 @@ pub(crate) fn dot(
                 }
                 return Ok(());
             }
-            // SAFETY: the three ranges were checked to lie inside `mem`,
-            // which is borrowed mutably for the whole call, 4-byte aligned
-            // (linear memory is page-aligned, offsets are multiples of 4),
-            // or the operands are the scratch buffers; the output does not
-            // overlap the operands.
+            // SAFETY: the output range was checked to lie inside `mem`,
+            // which is borrowed mutably for the whole call, 4-byte aligned;
+            // each operand range was checked to lie, 4-byte aligned, inside
+            // `mem` (not overlapping the output), a scratch buffer, or an
+            // input array that nothing writes during the run.
             unsafe {
                 gemm::gemm(
                     m,
@@ -223,6 +308,11 @@ pub(crate) fn dot(
             }
         }
         DotKind::I32 => {
+            // The runner leaves only float blocks in their arrays.
+            if !in_memory {
+                return Err("an integer dot operand outside linear memory".into());
+            }
+            let [l0, r0] = offsets;
             let read = |mem: &[u8], start: usize, i: usize| -> i32 {
                 let p = start + 4 * i;
                 i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
@@ -232,7 +322,7 @@ pub(crate) fn dot(
             let mut b = vec![0i32; k * n];
             for p in 0..k {
                 for j in 0..n {
-                    b[p * n + j] = read(mem, r.0, p * r_rs as usize + j * r_cs as usize);
+                    b[p * n + j] = read(mem, r0, p * r_rs as usize + j * r_cs as usize);
                 }
             }
             let mut row = vec![0i32; n];
@@ -245,7 +335,7 @@ pub(crate) fn dot(
                     row.fill(0);
                 }
                 for p in 0..k {
-                    let a = read(mem, l.0, i * l_rs as usize + p * l_cs as usize);
+                    let a = read(mem, l0, i * l_rs as usize + p * l_cs as usize);
                     for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
                         *acc = acc.wrapping_add(a.wrapping_mul(bv));
                     }
