@@ -385,10 +385,10 @@ fn pinning_workers_changes_no_result() {
     assert_eq!(pinned[0].data, moved[0].data);
 }
 
-/// bf16 operands read as stored (widened by the host, and kept while the
-/// block stays) give the bits of the f32 matmul of the same values, block
-/// for block: with one block over K (a reused across units) and with K
-/// split (new blocks every step).
+/// bf16 operands read as stored (widened by the host, 256 of K at a time)
+/// give the bits of the f32 matmul of the same values, block for block:
+/// with one block over K (two chunks of K per product; `a` reused across
+/// units) and with K split (new blocks every step).
 #[test]
 fn bf16_operands_match_f32_operands_of_the_same_values() {
     let vals = |n: usize, m: usize| -> Vec<f32> {

@@ -56,14 +56,12 @@ unsafe fn widen_avx2(mem: &[u8], at: usize, cols: usize, ld: usize, buf: &mut [f
     widen_rows(mem, at, cols, ld, buf)
 }
 
-/// A widened copy of one bf16 operand, with what it holds when it may be
-/// kept: (ref, the ref's copy count, address, rows, cols, ld), for an
-/// operand whose ref the kernel never writes.
-#[derive(Default)]
-struct Widened {
-    buf: Vec<f32>,
-    key: Option<[u64; 6]>,
-}
+/// The K extent of one GEMM call. A bf16 operand's share of it is widened
+/// into a host buffer just before the call, so that the widened rows are
+/// still in cache when the GEMM reads them. f32 operands go through the
+/// same calls, so f32 and bf16 operands of the same values give the same
+/// bits.
+const KC: usize = 256;
 
 /// The block a ref that only the MXU reads holds, left in the input array
 /// instead of being copied into VMEM (see `RefSlot::mxu_only`).
@@ -78,14 +76,12 @@ pub(crate) struct Direct {
     pub vmem: u32,
 }
 
-/// Host buffers an instance keeps for operands the MXU widens.
+/// Host state of an instance's MXU.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    lhs: Widened,
-    rhs: Widened,
-    /// Per ref, how many times the host has copied a block into it (the
-    /// grid runner counts).
-    copies: Vec<u64>,
+    /// Widened bf16 chunks of the two operands.
+    lhs: Vec<f32>,
+    rhs: Vec<f32>,
     /// Per ref, the block the MXU reads from the array instead of VMEM.
     direct: Vec<Option<Direct>>,
 }
@@ -93,17 +89,13 @@ pub(crate) struct Scratch {
 impl Scratch {
     pub fn new(refs: usize) -> Scratch {
         Scratch {
-            copies: vec![0; refs],
             direct: vec![None; refs],
             ..Default::default()
         }
     }
 
-    /// Notes that the host wrote ref `r`'s VMEM buffer.
+    /// Notes that the host copied a block into ref `r`'s VMEM buffer.
     pub fn copied(&mut self, r: usize) {
-        if let Some(c) = self.copies.get_mut(r) {
-            *c += 1;
-        }
         if let Some(d) = self.direct.get_mut(r) {
             *d = None;
         }
@@ -112,80 +104,50 @@ impl Scratch {
     /// Makes ref `r` stand for a block of an input array: the MXU reads
     /// the block there, and nothing else reads the ref.
     pub fn read_from_array(&mut self, r: usize, block: Direct) {
-        self.copied(r);
         if let Some(d) = self.direct.get_mut(r) {
             *d = Some(block);
         }
     }
 }
 
-/// Where the MXU reads one operand: `bytes[at..]`, rows `ld` elements
-/// apart; `in_memory` when `bytes` is linear memory.
-struct Source<'m> {
-    bytes: &'m [u8],
-    at: usize,
-    ld: u32,
-    in_memory: bool,
+/// One operand as stored: its first element, row stride (elements) and
+/// whether its elements are bf16.
+#[derive(Clone, Copy)]
+struct Stored {
+    ptr: *const u8,
+    ld: usize,
+    bf16: bool,
 }
 
-/// Where an operand at linear-memory address `addr` (of ref `r`, row
-/// stride `ld`) is read: linear memory, or the input array that ref's
-/// block was left in.
-fn source<'m>(
-    mem: &'m [u8],
-    direct: &'m [Option<Direct>],
-    r: Option<u32>,
-    addr: u32,
-    ld: u32,
-) -> Result<Source<'m>, String> {
-    match r.and_then(|r| direct.get(r as usize)?.as_ref()) {
-        None => Ok(Source {
-            bytes: mem,
-            at: addr as usize,
-            ld,
-            in_memory: true,
-        }),
-        Some(b) if b.vmem == addr => Ok(Source {
-            bytes: &b.array.data,
-            at: b.at,
-            ld: b.ld,
-            in_memory: false,
-        }),
-        Some(_) => Err(format!(
-            "dot operand at {addr} is not the whole ref whose block stays in the array"
-        )),
-    }
-}
-
-impl Widened {
-    /// Widens the stored bf16 matrix `dims` of `src` into dense f32 rows,
-    /// unless the copy already held is of the same block of a ref (`r`)
-    /// the kernel never writes and the host has not filled since.
-    fn of(&mut self, src: &Source, dims: (u32, u32), r: Option<u32>, copies: &[u64]) -> *const f32 {
-        let key = r.and_then(|r| {
-            let c = *copies.get(r as usize)?;
-            Some([
-                u64::from(r),
-                c,
-                src.at as u64,
-                u64::from(dims.0),
-                u64::from(dims.1),
-                u64::from(src.ld),
-            ])
-        });
-        if key.is_none() || key != self.key {
-            let (rows, cols) = (dims.0 as usize, dims.1 as usize);
-            widen(
-                src.bytes,
-                src.at,
-                rows,
-                cols,
-                src.ld as usize,
-                &mut self.buf,
-            );
-            self.key = key;
+impl Stored {
+    /// The `rows x cols` submatrix at element `(r0, c0)` as f32 rows: in
+    /// place for f32, widened into `buf` for bf16. Returns the rows and
+    /// their stride.
+    ///
+    /// # Safety
+    /// The submatrix lies inside the operand's checked range.
+    unsafe fn f32_rows(
+        &self,
+        (r0, c0): (usize, usize),
+        (rows, cols): (usize, usize),
+        buf: &mut Vec<f32>,
+    ) -> (*const f32, usize) {
+        let eb = if self.bf16 { 2 } else { 4 };
+        // SAFETY: inside the checked range (the caller's contract).
+        let first = unsafe { self.ptr.add((r0 * self.ld + c0) * eb) };
+        if !self.bf16 {
+            return (first as *const f32, self.ld);
         }
-        self.buf.as_ptr()
+        let len = if rows == 0 {
+            0
+        } else {
+            2 * ((rows - 1) * self.ld + cols)
+        };
+        // SAFETY: as above; nothing writes the range during the call (the
+        // output does not overlap an operand).
+        let src = unsafe { std::slice::from_raw_parts(first, len) };
+        widen(src, 0, rows, cols, self.ld, buf);
+        (buf.as_ptr(), cols)
     }
 }
 
@@ -207,13 +169,15 @@ pub(crate) fn dot(
         return Err("bf16 operands of an integer dot".into());
     }
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
-    // Operands are read (and bf16 ones widened into host buffers, a dense
-    // copy: row stride = columns) before the output is written.
-    // Each operand's f32 rows: a host buffer or array (`Some`), or linear
-    // memory at `offsets` (pointers into it are taken after the reads, from
-    // the one mutable pointer the output is written through).
-    let mut ptrs: [Option<*const f32>; 2] = [None; 2];
-    let mut lds = [0u32; 2];
+    // Every access below goes through this one pointer (or an input
+    // array's), after the ranges are checked.
+    let mem_len = mem.len();
+    let base = mem.as_mut_ptr();
+    let mut stored = [Stored {
+        ptr: base,
+        ld: 0,
+        bf16: false,
+    }; 2];
     let mut offsets = [0usize; 2];
     let mut in_memory = true;
     for (side, (addr, r, ld, dims, bf16)) in [
@@ -224,87 +188,103 @@ pub(crate) fn dot(
     .enumerate()
     {
         let what = ["lhs", "rhs"][side];
-        let src = source(mem, &scratch.direct, r, addr, ld)?;
-        let (s, e) = extent(src.at, dims.0, dims.1, src.ld, eb(bf16));
-        let aligned = (src.bytes.as_ptr() as usize + s).is_multiple_of(eb(bf16));
-        if e > src.bytes.len() || !aligned {
+        // Linear memory, or the input array the ref's block was left in.
+        let (bytes, len, at, ld, here) =
+            match r.and_then(|r| scratch.direct.get(r as usize)?.as_ref()) {
+                None => (base as *const u8, mem_len, addr as usize, ld, true),
+                Some(b) if b.vmem == addr => {
+                    (b.array.data.as_ptr(), b.array.data.len(), b.at, b.ld, false)
+                }
+                Some(_) => {
+                    return Err(format!(
+                        "dot {what} at {addr} is not the whole ref whose block stays in the array"
+                    ))
+                }
+            };
+        let (s, e) = extent(at, dims.0, dims.1, ld, eb(bf16));
+        if e > len || !(bytes as usize + s).is_multiple_of(eb(bf16)) {
             return Err(format!("dot {what} range {s}..{e} is outside memory"));
         }
-        if src.in_memory && s < o.1 && o.0 < e {
+        if here && s < o.1 && o.0 < e {
             return Err("dot output overlaps an operand".into());
         }
-        in_memory &= src.in_memory;
+        in_memory &= here;
         offsets[side] = s;
-        (ptrs[side], lds[side]) = if bf16 {
-            let w = if side == 0 {
-                &mut scratch.lhs
-            } else {
-                &mut scratch.rhs
-            };
-            (Some(w.of(&src, dims, r, &scratch.copies)), dims.1)
-        } else if src.in_memory {
-            (None, src.ld)
-        } else {
-            // SAFETY: in bounds of the array (checked above).
-            (
-                Some(unsafe { src.bytes.as_ptr().add(s) as *const f32 }),
-                src.ld,
-            )
+        stored[side] = Stored {
+            // SAFETY: `s` is inside the allocation (checked above).
+            ptr: unsafe { bytes.add(s) },
+            ld: ld as usize,
+            bf16,
         };
     }
-    let [lhs_ld, rhs_ld] = lds;
-    // Strides (elements) of op(lhs) as m x k and op(rhs) as k x n.
-    let (l_rs, l_cs) = if d.trans_lhs {
-        (1, lhs_ld as isize)
-    } else {
-        (lhs_ld as isize, 1)
-    };
-    let (r_rs, r_cs) = if d.trans_rhs {
-        (1, rhs_ld as isize)
-    } else {
-        (rhs_ld as isize, 1)
-    };
-    let base = mem.as_mut_ptr();
-    // SAFETY: in bounds of `mem` (checked above).
-    let [lhs_ptr, rhs_ptr] =
-        [0, 1].map(|i| ptrs[i].unwrap_or_else(|| unsafe { base.add(offsets[i]) as *const f32 }));
+    let [sl, sr] = stored;
     match d.kind {
         DotKind::F32 => {
-            if k == 0 {
-                if !d.accumulate {
-                    mem[o.0..o.1].fill(0);
-                }
-                return Ok(());
+            if k == 0 && !d.accumulate {
+                mem[o.0..o.1].fill(0);
             }
-            // SAFETY: the output range was checked to lie inside `mem`,
-            // which is borrowed mutably for the whole call, 4-byte aligned;
-            // each operand range was checked to lie, 4-byte aligned, inside
-            // `mem` (not overlapping the output), a scratch buffer, or an
-            // input array that nothing writes during the run.
-            unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    base.add(o.0) as *mut f32,
-                    1,
-                    n as isize,
-                    d.accumulate,
-                    lhs_ptr,
-                    l_cs,
-                    l_rs,
-                    rhs_ptr,
-                    r_cs,
-                    r_rs,
-                    // dst = alpha * dst + beta * lhs @ rhs: alpha = 1 adds
-                    // the product to what `out` holds (`acc += dot(..)`).
-                    if d.accumulate { 1.0 } else { 0.0 },
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                );
+            // SAFETY: inside `mem`, checked above.
+            let dst = unsafe { base.add(o.0) as *mut f32 };
+            for k0 in (0..k).step_by(KC) {
+                let kc = KC.min(k - k0);
+                // op(lhs) is m x k, op(rhs) k x n; a transposed operand is
+                // stored the other way round.
+                // SAFETY (both): the chunk lies inside the operand.
+                let (lp, lld) = unsafe {
+                    if d.trans_lhs {
+                        sl.f32_rows((k0, 0), (kc, m), &mut scratch.lhs)
+                    } else {
+                        sl.f32_rows((0, k0), (m, kc), &mut scratch.lhs)
+                    }
+                };
+                let (rp, rld) = unsafe {
+                    if d.trans_rhs {
+                        sr.f32_rows((0, k0), (n, kc), &mut scratch.rhs)
+                    } else {
+                        sr.f32_rows((k0, 0), (kc, n), &mut scratch.rhs)
+                    }
+                };
+                let (l_rs, l_cs) = if d.trans_lhs {
+                    (1, lld as isize)
+                } else {
+                    (lld as isize, 1)
+                };
+                let (r_rs, r_cs) = if d.trans_rhs {
+                    (1, rld as isize)
+                } else {
+                    (rld as isize, 1)
+                };
+                // Later chunks add to what the first wrote, as does the
+                // first for `acc += dot(..)`.
+                let add = d.accumulate || k0 > 0;
+                // SAFETY: the output range lies inside `mem`, 4-byte
+                // aligned, and overlaps no operand; each operand chunk lies,
+                // 4-byte aligned, inside `mem`, a scratch buffer, or an
+                // input array that nothing writes during the run.
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        kc,
+                        dst,
+                        1,
+                        n as isize,
+                        add,
+                        lp,
+                        l_cs,
+                        l_rs,
+                        rp,
+                        r_cs,
+                        r_rs,
+                        // dst = alpha * dst + beta * lhs @ rhs.
+                        if add { 1.0 } else { 0.0 },
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
+                }
             }
         }
         DotKind::I32 => {
@@ -313,6 +293,8 @@ pub(crate) fn dot(
                 return Err("an integer dot operand outside linear memory".into());
             }
             let [l0, r0] = offsets;
+            let (l_rs, l_cs) = if d.trans_lhs { (1, sl.ld) } else { (sl.ld, 1) };
+            let (r_rs, r_cs) = if d.trans_rhs { (1, sr.ld) } else { (sr.ld, 1) };
             let read = |mem: &[u8], start: usize, i: usize| -> i32 {
                 let p = start + 4 * i;
                 i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
@@ -322,7 +304,7 @@ pub(crate) fn dot(
             let mut b = vec![0i32; k * n];
             for p in 0..k {
                 for j in 0..n {
-                    b[p * n + j] = read(mem, r0, p * r_rs as usize + j * r_cs as usize);
+                    b[p * n + j] = read(mem, r0, p * r_rs + j * r_cs);
                 }
             }
             let mut row = vec![0i32; n];
@@ -335,7 +317,7 @@ pub(crate) fn dot(
                     row.fill(0);
                 }
                 for p in 0..k {
-                    let a = read(mem, l0, i * l_rs as usize + p * l_cs as usize);
+                    let a = read(mem, l0, i * l_rs + p * l_cs);
                     for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
                         *acc = acc.wrapping_add(a.wrapping_mul(bv));
                     }
@@ -413,6 +395,45 @@ mod tests {
             put(&mut mem, 64, if tr { &bt } else { &b });
             run(&mut mem, &site(2, 2, 3, tl, tr, DotKind::F32), 0, 64, 128).unwrap();
             assert_eq!(get(&mem, 128, 4), want, "{tl} {tr}");
+        }
+    }
+
+    /// K in chunks (256, 256 and a tail of 88), bf16 operands widened per
+    /// chunk, every transpose, accumulating into what `out` holds: small
+    /// integers, so the sums are exact in any order.
+    #[test]
+    fn chunked_bf16_products_with_transposes() {
+        let (m, n, k) = (3usize, 5usize, 600usize);
+        let a = |i: usize, p: usize| ((i * 7 + p * 3) % 11) as f32 - 5.0;
+        let b = |p: usize, j: usize| ((p * 5 + j * 2) % 9) as f32 - 4.0;
+        let bf16 = |x: f32| ((x.to_bits() >> 16) as u16).to_le_bytes();
+        for (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (la, ra, oa) = (0usize, 8192usize, 16384usize);
+            let mut mem = vec![0u8; 32768];
+            for i in 0..m {
+                for p in 0..k {
+                    let at = la + 2 * if tl { p * m + i } else { i * k + p };
+                    mem[at..at + 2].copy_from_slice(&bf16(a(i, p)));
+                }
+            }
+            for p in 0..k {
+                for j in 0..n {
+                    let at = ra + 2 * if tr { j * k + p } else { p * n + j };
+                    mem[at..at + 2].copy_from_slice(&bf16(b(p, j)));
+                }
+            }
+            put(&mut mem, oa, &vec![1.0; m * n]);
+            let d = DotSite {
+                accumulate: true,
+                lhs_bf16: true,
+                rhs_bf16: true,
+                ..site(m as u32, n as u32, k as u32, tl, tr, DotKind::F32)
+            };
+            run(&mut mem, &d, la as u32, ra as u32, oa as u32).unwrap();
+            let want: Vec<f32> = (0..m * n)
+                .map(|x| 1.0 + (0..k).map(|p| a(x / n, p) * b(p, x % n)).sum::<f32>())
+                .collect();
+            assert_eq!(get(&mem, oa, m * n), want, "{tl} {tr}");
         }
     }
 
