@@ -1,5 +1,6 @@
 //! The MXU: the `dot` host import, run directly on the instance's linear
-//! memory (no copies of the operands).
+//! memory and on the input arrays that hold blocks only the MXU reads (no
+//! copies of f32 operands; bf16 operands are widened a chunk at a time).
 //!
 //! Numerics follow the TPU's matrix unit: float inputs (f32, or bf16 held
 //! as f32 lanes) multiply exactly into an f32 accumulator, integer inputs
