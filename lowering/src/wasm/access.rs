@@ -7,7 +7,7 @@
 //! it from the array).
 
 use super::plan::{GroupKind, Plan};
-use pk_lang::ir::{BlockId, Func, Kernel, OpKind, RefId, RefView, Slice, Start};
+use pk_lang::ir::{BlockId, Func, Kernel, OpKind, RefId, RefView, Slice, Space, Start};
 
 /// Per ref, in declaration order.
 pub(crate) struct Access {
@@ -56,12 +56,17 @@ pub(crate) fn analyse(k: &Kernel) -> Access {
     }
 }
 
-/// Per ref, whether only the MXU reads it: every op that touches the ref is
-/// a load of the whole ref that the plan reads in place (a view) and whose
-/// value nothing but `dot` uses. Vacuously true for a ref no op touches.
+/// Per VMEM ref, whether only the MXU reads it: every op that touches the
+/// ref is a load of the whole ref that the plan reads in place (a view) and
+/// whose value nothing but `dot` uses. Vacuously true for a VMEM ref no op
+/// touches; false for SMEM refs, which index maps may read too.
 pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
     let f = &k.body;
-    let mut only = vec![true; k.refs.iter().count()];
+    let mut only: Vec<bool> = k
+        .refs
+        .iter()
+        .map(|(_, r)| r.ty.space == Space::Vmem)
+        .collect();
     for (_, op) in f.ops.iter() {
         let view = match &op.kind {
             OpKind::Load(v) => v,

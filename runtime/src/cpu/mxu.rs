@@ -170,6 +170,18 @@ pub(crate) fn dot(
         return Err("bf16 operands of an integer dot".into());
     }
     let (m, n, k) = (d.m as usize, d.n as usize, d.k as usize);
+    // The operands as stored must be op(lhs) = m x k and op(rhs) = k x n,
+    // with rows no longer than their stride: every chunk read below lies
+    // inside the ranges checked next.
+    let want_l = if d.trans_lhs { (d.k, d.m) } else { (d.m, d.k) };
+    let want_r = if d.trans_rhs { (d.n, d.k) } else { (d.k, d.n) };
+    if d.lhs_dims != want_l
+        || d.rhs_dims != want_r
+        || d.lhs_ld < d.lhs_dims.1
+        || d.rhs_ld < d.rhs_dims.1
+    {
+        return Err("dot operand shapes do not match the product".into());
+    }
     // Every access below goes through this one pointer (or an input
     // array's), after the ranges are checked.
     let mem_len = mem.len();
@@ -203,7 +215,7 @@ pub(crate) fn dot(
                 }
             };
         let (s, e) = extent(at, dims.0, dims.1, ld, eb(bf16));
-        if e > len || !(bytes as usize + s).is_multiple_of(eb(bf16)) {
+        if e > len || ld < dims.1 || !(bytes as usize + s).is_multiple_of(eb(bf16)) {
             return Err(format!("dot {what} range {s}..{e} is outside memory"));
         }
         if here && s < o.1 && o.0 < e {
