@@ -19,6 +19,17 @@ fn twice_identity(n: usize) -> HostArray {
     ints_f32(&[n, n], |i| if i / n == i % n { 2.0 } else { 0.0 }).1
 }
 
+/// Runs a kernel of `a: f32[8, 128]` and `b = 2 * identity(128)` (so that
+/// `a @ b = 2a` exactly) on one thread: `a`, and the two outputs.
+fn run_on_twice_identity(file: &str) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let k = build(file, &[]);
+    let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
+    let out = k
+        .run(vec![aa, twice_identity(128)], &threads(1))
+        .expect("runs");
+    (a, out[0].to_f32(), out[1].to_f32())
+}
+
 /// Revisits of an output block over an `arbitrary` axis accumulate.
 #[test]
 fn revisit_accumulates_over_arbitrary_axis() {
@@ -155,12 +166,7 @@ fn dot_accumulates_in_place_and_keeps_program_order() {
     let fused: Vec<bool> = w.manifest.dots.iter().map(|d| d.accumulate).collect();
     assert_eq!(fused, [true, true, false]);
 
-    let k = build("tests/cpu/dot_accumulate.pk", &[]);
-    let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
-    let out = k
-        .run(vec![aa, twice_identity(128)], &threads(1))
-        .expect("runs");
-    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    let (a, y, z) = run_on_twice_identity("tests/cpu/dot_accumulate.pk");
     for i in 0..8 * 128 {
         assert_eq!(y[i], 1.0 + 4.0 * a[i], "y[{i}]");
         assert_eq!(z[i], 3.0 + 2.0 * a[i], "z[{i}]");
@@ -209,12 +215,7 @@ fn dot_stores_in_place_and_keeps_program_order() {
     assert_eq!(outs[0], at("y"));
     assert_ne!(outs[1], at("o"));
 
-    let k = build("tests/cpu/dot_store.pk", &[]);
-    let (a, aa) = ints_f32(&[8, 128], |i| (i % 5) as f32);
-    let out = k
-        .run(vec![aa, twice_identity(128)], &threads(1))
-        .expect("runs");
-    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    let (a, y, z) = run_on_twice_identity("tests/cpu/dot_store.pk");
     for i in 0..8 * 128 {
         assert_eq!(y[i], 2.0 * a[i], "y[{i}]");
         assert_eq!(z[i], 2.0 * a[i] + 1.0, "z[{i}]");

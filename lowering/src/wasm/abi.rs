@@ -296,8 +296,8 @@ pub struct DotSite {
     #[serde(default)]
     pub rhs_bf16: bool,
     /// The ref an operand is read from in place, when no op of the kernel
-    /// writes that ref: its contents change only when the host copies a
-    /// block in, so the host may keep a widened copy until then.
+    /// writes that ref: when the ref is `mxu_only`, the host may have left
+    /// its block in the input array, and reads the operand there.
     #[serde(default)]
     pub lhs_ref: Option<u32>,
     #[serde(default)]

@@ -290,14 +290,15 @@ impl<'a> Runner<'a> {
             elem = elem * n + s;
         }
         let at = usize::try_from(elem).ok()?.checked_mul(o.eb)?;
-        let aligned = (array.data.as_ptr() as usize + at).is_multiple_of(o.eb);
+        if !(array.data.as_ptr() as usize + at).is_multiple_of(o.eb) {
+            return None;
+        }
         Some(Direct {
             array: array.clone(),
             at,
             ld: u32::try_from(*o.info.shape.last()?).ok()?,
             vmem: u32::try_from(o.offset?).ok()?,
         })
-        .filter(|_| aligned)
     }
 
     fn load_window(&mut self, i: usize, start: &[u64], size: &[u64]) -> Result<(), Error> {
