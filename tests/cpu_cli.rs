@@ -73,14 +73,14 @@ fn test_compares_with_tolerances() {
     let o = pkc(&ok);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("c: ok"), "{}", text(&o));
-    // With no tolerance, f32 summation order shows: exit 1, with the error
-    // statistics and the worst index.
+    // With no tolerance, f32 summation order shows: exit 3 (a mismatch),
+    // with the error statistics and the worst index.
     let mut exact = args.clone();
     exact.extend([
         "--in", &a, "--in", &b, "--expect", &c, "--rtol", "0", "--atol", "0",
     ]);
     let o = pkc(&exact);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("c: MISMATCH") && text(&o).contains("worst at ("));
     let mut wrong = args;
     let other = "c=tests/data/matmul_bf16_96x384x256_grid3x3x2/c_expected.npy".to_string();
@@ -103,7 +103,7 @@ fn test_reports_a_mismatch() {
         "z=tests/data/add_16x256/z_expected.npy",
     ]);
     let o = pkc(&args);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let t = text(&o);
     assert!(
         t.contains("MISMATCH") && t.contains("max abs error") && t.contains("worst at ("),
@@ -162,7 +162,8 @@ fn violations_point_at_the_source_line() {
     let arg = format!("x={}", x.display());
     let o = pkc(&["run", "tests/cpu/strict/oob.pk", "--in", &arg]);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{t}");
+    // A strictness violation is a failure of the run: exit 4.
+    assert_eq!(o.status.code(), Some(4), "{t}");
     assert!(t.contains("PK1010") && t.contains("oob.pk:9:"), "{t}");
 }
 

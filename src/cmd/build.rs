@@ -8,7 +8,7 @@
 //! Markdown table of generated code size per kernel and target, the one in
 //! the README.
 
-use super::common::{parse_param, report, style, EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
+use super::common::{parse_param, pjrt_exit_code, report, style, EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
 use clap::Args as ClapArgs;
 use pk_lang::diag::RenderStyle;
 use pk_lang::Failure;
@@ -81,7 +81,7 @@ pub fn run(a: Args) -> u8 {
             Ok(p) => Some(p),
             Err(e) => {
                 print_diagnostic(&e);
-                return EXIT_ERRORS;
+                return pjrt_exit_code(&e);
             }
         }
     } else {

@@ -5,10 +5,24 @@ use pk_lang::diag::RenderStyle;
 use pk_lang::{Failure, Options, Target};
 use std::io::IsTerminal;
 
-/// Exit codes scripts can rely on.
+/// Exit codes scripts can rely on (documented in the README and in
+/// `pkc --help`).
 pub const EXIT_OK: u8 = 0;
+/// Errors in the input: source diagnostics, unreadable or mismatched
+/// `.npy` files, packages that fail verification, outputs that cannot be
+/// written.
 pub const EXIT_ERRORS: u8 = 1;
+/// Usage errors: unknown or conflicting flags, bad flag values.
 pub const EXIT_USAGE: u8 = 2;
+/// `pkc test`: the kernel ran, and an output differs from its expected file.
+pub const EXIT_MISMATCH: u8 = 3;
+/// The kernel failed while running: a strictness check (out-of-bounds
+/// access, uninitialised read, race, revisit, DMA misuse), a trap, the time
+/// or fuel limit, or a run the host cannot hold in memory.
+pub const EXIT_RUN: u8 = 4;
+/// The TPU toolchain is unavailable: libtpu cannot be found or loaded, or
+/// `--device tpu` on a host without a TPU.
+pub const EXIT_TOOLCHAIN: u8 = 5;
 
 /// Kernel selection and specialisation flags.
 #[derive(ClapArgs, Debug, Clone)]
@@ -67,5 +81,40 @@ pub fn report(f: &Failure) -> u8 {
         EXIT_ERRORS
     } else {
         EXIT_OK
+    }
+}
+
+/// The exit code of a CPU reference error: [`EXIT_RUN`] when the kernel
+/// failed while running, [`EXIT_ERRORS`] for bad input files or packages.
+pub fn cpu_exit_code(e: &pk_runtime::cpu::Error) -> u8 {
+    use pk_runtime::cpu::Error as E;
+    match e {
+        E::OutOfBounds { .. }
+        | E::DivideByZero { .. }
+        | E::Uninitialized { .. }
+        | E::Revisit { .. }
+        | E::Race { .. }
+        | E::Runaway { .. }
+        | E::Dma { .. }
+        | E::BlockIndex { .. }
+        | E::Memory { .. } => EXIT_RUN,
+        _ => EXIT_ERRORS,
+    }
+}
+
+/// The exit code of a libtpu error: [`EXIT_TOOLCHAIN`] when libtpu or a TPU
+/// is not there to use, [`EXIT_ERRORS`] when it rejected the kernel.
+pub fn pjrt_exit_code(e: &pk_runtime::pjrt::PjrtError) -> u8 {
+    use pk_runtime::pjrt::PjrtError as E;
+    match e {
+        E::LibtpuNotFound { .. }
+        | E::LibtpuLoad { .. }
+        | E::PluginAlreadyLoaded { .. }
+        | E::PluginInit { .. }
+        | E::MissingFunction { .. }
+        | E::NoTpuDevice { .. }
+        | E::ClientCreate { .. } => EXIT_TOOLCHAIN,
+        E::Execute { .. } => EXIT_RUN,
+        _ => EXIT_ERRORS,
     }
 }

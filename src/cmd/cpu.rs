@@ -3,7 +3,7 @@
 //! holding `kernel.wasm` and `kernel.wasm.json`), run options, named
 //! `.npy` arguments, and printing CPU reference diagnostics.
 
-use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
+use super::common::{cpu_exit_code, report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
 use clap::{Args as ClapArgs, ValueEnum};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 use pk_lang::ir::{self, DType};
@@ -89,7 +89,7 @@ pub fn report_cpu(e: &Error) -> u8 {
         out = e.to_string();
     }
     eprint!("{out}");
-    EXIT_ERRORS
+    cpu_exit_code(e)
 }
 
 pub fn run_options(a: &CpuArgs) -> RunOptions {

@@ -8,7 +8,7 @@
 //! opens the TPU through libtpu, compiles the module there and runs it.
 
 use super::build::print_diagnostic;
-use super::common::{style, EXIT_ERRORS, EXIT_USAGE};
+use super::common::{pjrt_exit_code, style, EXIT_ERRORS, EXIT_USAGE};
 use super::cpu::{self, report_cpu, CpuArgs, DmaArg, Operands};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir;
@@ -161,7 +161,7 @@ impl TpuKernel {
             Some(d) => eprint!("{}", pk_lang::diag::render(&d, &self.sources, style())),
             None => print_diagnostic(e),
         }
-        EXIT_ERRORS
+        pjrt_exit_code(e)
     }
 }
 

@@ -5,7 +5,7 @@
 //! `|actual - expected| <= atol + rtol * |expected|` elementwise, NaN equal
 //! to NaN, infinities equal only to themselves. Exit 1 on any mismatch.
 
-use super::common::{EXIT_ERRORS, EXIT_OK};
+use super::common::{EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use clap::Args as ClapArgs;
@@ -166,7 +166,7 @@ pub fn run(a: Args) -> u8 {
         failed |= c.mismatched > 0;
     }
     if failed {
-        EXIT_ERRORS
+        EXIT_MISMATCH
     } else {
         EXIT_OK
     }
