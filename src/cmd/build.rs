@@ -76,6 +76,9 @@ struct Row {
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) = super::common::reject_repeats("-p", &a.params) {
+        return code;
+    }
     let plugin = if a.aot {
         match Plugin::load(a.libtpu.as_deref()) {
             Ok(p) => Some(p),

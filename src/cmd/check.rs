@@ -12,15 +12,18 @@ pub struct Args {
     #[command(flatten)]
     pub kernel: KernelArgs,
     /// Check for every TPU generation instead of one `--target`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "target")]
     pub all_targets: bool,
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) = a.kernel.validate() {
+        return code;
+    }
     let targets = if a.all_targets {
         pk_lang::Target::ALL.to_vec()
     } else {
-        vec![a.kernel.target]
+        vec![a.kernel.target()]
     };
     let mut code = EXIT_OK;
     for file in &a.files {

@@ -33,21 +33,58 @@ pub struct KernelArgs {
     /// Set a kernel parameter: `-p M=1024`, `-p T=bf16`. Repeatable.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
-    /// TPU generation: v4, v5e, v5p, v6e or tpu7x.
-    #[arg(long, short = 't', default_value = "v5e", value_parser = parse_target)]
-    pub target: Target,
+    /// TPU generation: v4, v5e, v5p, v6e or tpu7x [default: v5e].
+    #[arg(long, short = 't', value_parser = parse_target)]
+    pub target: Option<Target>,
 }
 
 impl KernelArgs {
+    /// The `--target`, or the default generation.
+    pub fn target(&self) -> Target {
+        self.target.unwrap_or(Options::default().target)
+    }
+
     pub fn options(&self, specialise: bool) -> Options {
         Options {
-            target: self.target,
+            target: self.target(),
             params: self.params.clone(),
             kernel: self.kernel.clone(),
             specialise,
             ..Options::default()
         }
     }
+
+    /// Checks what clap cannot: no parameter set twice.
+    pub fn validate(&self) -> Result<(), u8> {
+        reject_repeats("-p", &self.params)
+    }
+
+    /// The first flag given that selects or specialises a kernel from
+    /// source, which a built package (one fixed specialisation) ignores.
+    pub fn source_only_flag(&self) -> Option<&'static str> {
+        if !self.params.is_empty() {
+            Some("-p/--param")
+        } else if self.kernel.is_some() {
+            Some("-k/--kernel")
+        } else if self.target.is_some() {
+            Some("-t/--target")
+        } else {
+            None
+        }
+    }
+}
+
+/// A usage error for a `NAME=...` flag given twice for the same name
+/// (which one should win is anyone's guess).
+pub fn reject_repeats<T>(flag: &str, items: &[(String, T)]) -> Result<(), u8> {
+    for (i, (name, _)) in items.iter().enumerate() {
+        if items[..i].iter().any(|(n, _)| n == name) {
+            eprintln!("error: `{flag} {name}=...` is given more than once");
+            eprintln!("help: give each name once");
+            return Err(EXIT_USAGE);
+        }
+    }
+    Ok(())
 }
 
 pub fn parse_param(s: &str) -> Result<(String, String), String> {

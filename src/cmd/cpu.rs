@@ -109,8 +109,17 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 
 /// Compiles the kernel of `file` (or loads the package directory `file`).
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
+    a.kernel.validate()?;
     let fuel = a.fuel.is_some();
     if file.is_dir() {
+        if let Some(flag) = a.kernel.source_only_flag() {
+            eprintln!(
+                "error: {flag} does not apply to the package `{}`, which holds one built specialisation",
+                file.display()
+            );
+            eprintln!("help: run the .pk source to choose parameters, or build another package with `pkc build`");
+            return Err(EXIT_USAGE);
+        }
         return load_package(file, fuel, a.check_uninit);
     }
     let module = pk_lang::compile_file(file, &a.kernel.options(true))
@@ -118,7 +127,7 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
     let k = &module.kernels[only_kernel(file, &names)?];
     let opts = pk_lowering::wasm::Options {
-        target: a.kernel.target,
+        target: a.kernel.target(),
         check_uninit: a.check_uninit,
     };
     let w = pk_lowering::wasm::lower(k, &module.sources, &opts)
@@ -312,7 +321,7 @@ pub fn emit_wat(file: &Path, k: &KernelArgs) -> u8 {
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
     let opts = pk_lowering::wasm::Options {
-        target: k.target,
+        target: k.target(),
         check_uninit: false,
     };
     for (i, kernel) in module.kernels.iter().enumerate() {

@@ -101,6 +101,7 @@ impl Kernel {
 
 impl TpuKernel {
     fn load(file: &Path, c: &CpuArgs, libtpu: Option<PathBuf>) -> Result<TpuKernel, u8> {
+        c.kernel.validate()?;
         if let Some(flag) = cpu_only_flag(c) {
             eprintln!("error: {flag} applies to the CPU reference, not to --device tpu");
             return Err(EXIT_USAGE);
@@ -194,7 +195,7 @@ mod tests {
                     .iter()
                     .map(|(n, v)| (n.to_string(), v.to_string()))
                     .collect(),
-                target: pk_lang::Target::V5e,
+                target: None,
             },
             threads: None,
             no_pin: false,

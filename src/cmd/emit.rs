@@ -37,6 +37,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) = a.kernel.validate() {
+        return code;
+    }
     let text = match pk_lang::read_source(&a.file) {
         Ok(t) => t,
         Err(f) => return report(&f),
@@ -134,9 +137,9 @@ pub fn build_stablehlo(file: &Path, k: &KernelArgs) -> Result<(TpuTarget, Built)
     let Some(target) = TpuTarget::all()
         .iter()
         .copied()
-        .find(|&t| build::lang_target(t) == k.target)
+        .find(|&t| build::lang_target(t) == k.target())
     else {
-        eprintln!("error: pk has no TPU target for `{}`", k.target);
+        eprintln!("error: pk has no TPU target for `{}`", k.target());
         return Err(EXIT_ERRORS);
     };
     let opts = build::BuildOptions {

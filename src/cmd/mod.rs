@@ -10,5 +10,6 @@ pub mod cpu;
 pub mod device;
 pub mod emit;
 pub mod explain;
+pub mod output;
 pub mod run;
 pub mod test;

@@ -3,9 +3,10 @@
 //! `.pk` file or a package directory built by `pkc build`), or on this
 //! host's TPU (FILE is a `.pk` file).
 
-use super::common::EXIT_OK;
+use super::common::{reject_repeats, EXIT_OK, EXIT_USAGE};
 use super::cpu::{self, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
+use super::output::{self, Output};
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use std::path::PathBuf;
@@ -19,7 +20,9 @@ pub struct Args {
     /// An input array: `--in x=x.npy`. One per input operand.
     #[arg(long = "in", value_name = "NAME=PATH", value_parser = parse_named)]
     pub inputs: Vec<(String, PathBuf)>,
-    /// Where to write an output: `--out z=z.npy` (written atomically).
+    /// Where to write an output: `--out z=z.npy`. Files are replaced
+    /// atomically, all outputs together, once the run succeeds; a FIFO or
+    /// device is written in place; `-` is standard output.
     #[arg(long = "out", value_name = "NAME=PATH", value_parser = parse_named)]
     pub outputs: Vec<(String, PathBuf)>,
     #[command(flatten)]
@@ -29,6 +32,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) = reject_repeats("--in", &a.inputs)
+        .and_then(|()| reject_repeats("--out", &a.outputs))
+        .and_then(|()| distinct_destinations(&a.outputs))
+    {
+        return code;
+    }
     let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
         Ok(k) => k,
         Err(code) => return code,
@@ -38,6 +47,15 @@ pub fn run(a: Args) -> u8 {
         Ok(o) => o,
         Err(e) => return report_cpu(&e),
     };
+    // Every destination is checked and opened before the work, so that a
+    // long run is never thrown away for want of a directory.
+    let mut sinks = Vec::with_capacity(a.outputs.len());
+    for (_, path) in &a.outputs {
+        match Output::prepare(path) {
+            Ok(s) => sinks.push(s),
+            Err(e) => return report_cpu(&e),
+        }
+    }
     let inputs = match cpu::read_inputs(&ops, &a.inputs) {
         Ok(i) => i,
         Err(e) => return report_cpu(&e),
@@ -48,10 +66,9 @@ pub fn run(a: Args) -> u8 {
         Err(code) => return code,
     };
     let elapsed = t.elapsed();
-    for ((_, path), &i) in a.outputs.iter().zip(&outs) {
-        if let Err(e) = npy::write(path, &results[i]) {
-            return report_cpu(&e);
-        }
+    let images: Vec<Vec<u8>> = outs.iter().map(|&i| npy::to_bytes(&results[i])).collect();
+    if let Err(e) = output::commit(sinks, &images) {
+        return report_cpu(&e);
     }
     eprintln!(
         "ran `{}` in {:.3} ms; wrote {} output{}",
@@ -61,4 +78,23 @@ pub fn run(a: Args) -> u8 {
         if outs.len() == 1 { "" } else { "s" }
     );
     EXIT_OK
+}
+
+/// Two outputs written to one file would leave only the last: a usage
+/// error (paths compared as written, and through links where they exist).
+fn distinct_destinations(outputs: &[(String, PathBuf)]) -> Result<(), u8> {
+    let key = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+    for (i, (name, path)) in outputs.iter().enumerate() {
+        if let Some((other, _)) = outputs[..i].iter().find(|(_, p)| key(p) == key(path)) {
+            if output::is_stream_path(path) {
+                continue;
+            }
+            eprintln!(
+                "error: outputs `{other}` and `{name}` are both written to `{}`",
+                path.display()
+            );
+            return Err(EXIT_USAGE);
+        }
+    }
+    Ok(())
 }

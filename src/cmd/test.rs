@@ -3,9 +3,11 @@
 //! on this host's TPU, as `pkc run` does) and compares outputs
 //! with expected arrays as `numpy.testing.assert_allclose` does:
 //! `|actual - expected| <= atol + rtol * |expected|` elementwise, NaN equal
-//! to NaN, infinities equal only to themselves. Exit 1 on any mismatch.
+//! to NaN, infinities equal only to themselves. Expected files are checked
+//! like inputs (the output's dtype and shape), before the kernel runs.
+//! Exit 3 on any mismatch, distinct from the errors of the input (1).
 
-use super::common::{EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
+use super::common::{reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use clap::Args as ClapArgs;
@@ -23,16 +25,26 @@ pub struct Args {
     /// An expected output: `--expect z=z_expected.npy`.
     #[arg(long = "expect", value_name = "NAME=PATH", value_parser = parse_named, required = true)]
     pub expect: Vec<(String, PathBuf)>,
-    /// Relative tolerance (numpy's default).
-    #[arg(long, default_value_t = 1e-7)]
+    /// Relative tolerance, a finite number >= 0 (numpy's default).
+    #[arg(long, default_value_t = 1e-7, value_parser = parse_tolerance)]
     pub rtol: f64,
-    /// Absolute tolerance (numpy's default).
-    #[arg(long, default_value_t = 0.0)]
+    /// Absolute tolerance, a finite number >= 0 (numpy's default).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_tolerance)]
     pub atol: f64,
     #[command(flatten)]
     pub device: DeviceArgs,
     #[command(flatten)]
     pub cpu: CpuArgs,
+}
+
+/// A tolerance: finite and not negative (a NaN tolerance would pass or
+/// fail everything silently).
+pub fn parse_tolerance(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("a tolerance is a finite number >= 0, not {v}")),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
 }
 
 /// The comparison of one output.
@@ -110,6 +122,11 @@ fn index_str(flat: usize, shape: &[u64]) -> String {
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) =
+        reject_repeats("--in", &a.inputs).and_then(|()| reject_repeats("--expect", &a.expect))
+    {
+        return code;
+    }
     let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
         Ok(k) => k,
         Err(code) => return code,
@@ -121,18 +138,17 @@ pub fn run(a: Args) -> u8 {
     };
     let mut expected = Vec::new();
     for ((name, path), &oi) in a.expect.iter().zip(&outs) {
-        let arr = match npy::read(path) {
-            Ok(x) => x,
-            Err(e) => return report_cpu(&e),
-        };
         let Some(info) = ops.outputs().nth(oi) else {
             return EXIT_ERRORS;
         };
-        let shown = path.display().to_string();
-        if let Err(e) = pk_runtime::cpu::check_shape(name, &info.shape, &arr.shape, &shown) {
-            return report_cpu(&e);
+        let checked = npy::read(path).and_then(|arr| {
+            let shown = path.display().to_string();
+            pk_runtime::cpu::check_operand(name, info.dtype, &info.shape, arr, &shown)
+        });
+        match checked {
+            Ok(arr) => expected.push(arr.to_f64()),
+            Err(e) => return report_cpu(&e),
         }
-        expected.push(npy::values(&arr, info.dtype));
     }
     let inputs = match cpu::read_inputs(&ops, &a.inputs) {
         Ok(i) => i,
@@ -149,6 +165,7 @@ pub fn run(a: Args) -> u8 {
         let c = compare(&got, want, a.rtol, a.atol);
         let worst = c
             .worst
+            .filter(|_| c.mismatched > 0)
             .map(|w| {
                 format!(
                     " worst at {}: got {}, expected {}",
