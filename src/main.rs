@@ -1,15 +1,31 @@
 //! `pkc`: the pk kernel compiler.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+
+/// Exit codes, as `pkc --help` prints them (the constants are in
+/// `cmd::common`).
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  errors in the input: source diagnostics, .npy files, packages that
+     fail verification, outputs that cannot be written
+  2  usage errors: unknown, repeated or conflicting flags, bad values
+  3  pkc test: the kernel ran and an output differs from its expected file
+  4  the kernel failed while running: a strictness check, a trap, the time
+     or fuel limit, or a run the host cannot hold in memory
+  5  the TPU toolchain is unavailable: libtpu missing or unloadable, no TPU";
 
 /// pk: write TPU kernels in a small tile language, check them against the
 /// TPU's rules, build them for TPU generations, and run them on CPU.
 #[derive(Parser)]
 #[command(name = "pkc", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = EXIT_CODES)]
 struct Cli {
+    #[command(flatten)]
+    global: cmd::ui::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,6 +49,23 @@ enum Command {
     Test(cmd::test::Args),
     /// Time a kernel on the CPU reference with random inputs.
     Bench(cmd::bench::Args),
+    /// Print a shell completion script: `pkc completions bash > ...`.
+    Completions(cmd::completions::Args),
+}
+
+/// `pkc --version`: pk's version, the commit it was built from, and the
+/// libtpu `pkc build --aot` would load.
+fn long_version() -> String {
+    let libtpu = match pk_runtime::pjrt::locate_libtpu(None) {
+        Ok(p) => p.display().to_string(),
+        Err(e) => format!("not found ({e})"),
+    };
+    format!(
+        "{} (commit {})\nlibtpu {} at {libtpu}",
+        env!("CARGO_PKG_VERSION"),
+        env!("PK_GIT_COMMIT"),
+        pk_runtime::pjrt::LIBTPU_VERSION
+    )
 }
 
 fn main() -> ExitCode {
@@ -44,7 +77,16 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    // Computed at run time (the libtpu found depends on the environment);
+    // clap keeps a `'static` string, and this one lives as long as the
+    // process anyway.
+    let version: &'static str = Box::leak(long_version().into_boxed_str());
+    let matches = Cli::command().long_version(version).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    cmd::ui::init(&cli.global);
     let code = match cli.command {
         Command::Build(a) => cmd::build::run(a),
         Command::Check(a) => cmd::check::run(a),
@@ -53,6 +95,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
     };
     ExitCode::from(code)
 }

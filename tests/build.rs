@@ -50,7 +50,8 @@ fn a_failed_build_leaves_the_old_package_as_it_was() {
     assert_eq!(code(&pkc(&["build", "kernels/add.pk", "-o", out.arg()])), 0);
     let manifest = std::fs::read(out.path().join("add/manifest.json")).expect("manifest");
 
-    // libtpu cannot be loaded: nothing is written.
+    // libtpu cannot be loaded: nothing is written, and the exit code says
+    // the toolchain is missing (5).
     let o = pkc(&[
         "build",
         "kernels/add.pk",
@@ -60,7 +61,7 @@ fn a_failed_build_leaves_the_old_package_as_it_was() {
         "-o",
         out.arg(),
     ]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 5);
     assert!(stderr(&o).contains("PK2001"), "{}", stderr(&o));
 
     // The same kernel name from a source with an error.

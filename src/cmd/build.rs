@@ -8,10 +8,9 @@
 //! Markdown table of generated code size per kernel and target, the one in
 //! the README.
 
-use super::common::{parse_param, pjrt_exit_code, report, style, EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
+use super::common::{parse_param, pjrt_exit_code, report, EXIT_ERRORS, EXIT_OK};
+use super::ui::{json_line, print_diags, progress, ui};
 use clap::Args as ClapArgs;
-use pk_lang::diag::RenderStyle;
-use pk_lang::Failure;
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
 use pk_runtime::pjrt::{PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
 use std::collections::BTreeMap;
@@ -46,9 +45,6 @@ pub struct Args {
     /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
     #[arg(long, value_name = "PATH")]
     pub libtpu: Option<PathBuf>,
-    /// Print libtpu's complete message when it rejects a kernel.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
 }
 
 /// The `--target` list, without repeats, in the order given.
@@ -89,8 +85,12 @@ pub fn run(a: Args) -> u8 {
         }
     } else {
         if a.libtpu.is_some() {
-            eprintln!("error: --libtpu needs --aot");
-            return EXIT_USAGE;
+            return super::usage::UsageError::NotApplicable {
+                flag: "--libtpu".into(),
+                context: "without --aot".into(),
+                hint: "--libtpu chooses the libtpu that compiles the kernel ahead of time".into(),
+            }
+            .report();
         }
         None
     };
@@ -112,13 +112,7 @@ pub fn run(a: Args) -> u8 {
                 continue;
             }
         };
-        if !built.warnings.is_empty() {
-            let warnings = Failure {
-                diags: built.warnings.clone(),
-                sources: built.sources.clone(),
-            };
-            eprint!("{}", warnings.render(style()));
-        }
+        print_diags(&built.warnings, &built.sources);
         for mut k in built.kernels {
             if let Some(other) = written.get(&k.dir_name) {
                 eprintln!(
@@ -144,7 +138,11 @@ pub fn run(a: Args) -> u8 {
             match k.package.write(&dest) {
                 Ok(p) => {
                     written.insert(k.dir_name.clone(), file.clone());
-                    summary(&a, &format!("wrote {}", describe(&p, &dest)));
+                    if ui().json {
+                        json_line(&package_json(&p, &dest));
+                    } else {
+                        summary(&a, &format!("wrote {}", describe(&p, &dest)));
+                    }
                     rows.push(row);
                 }
                 Err(e) => {
@@ -171,8 +169,12 @@ fn compile_targets(
     row: &mut Row,
 ) -> bool {
     let mut ok = true;
+    let bar = progress(a.target.0.len() as u64, &k.dir_name);
     for &target in &a.target.0 {
-        match build::compile_aot(plugin, k, target) {
+        bar.set_message(format!("compiling for {target}"));
+        let compiled = build::compile_aot(plugin, k, target);
+        bar.inc(1);
+        bar.suspend(|| match compiled {
             Ok(art) => {
                 summary(
                     a,
@@ -192,8 +194,8 @@ fn compile_targets(
                 ok = false;
                 match build::libtpu_diagnostic(&e, &k.kernel, sources) {
                     Some(d) => {
-                        eprint!("{}", pk_lang::diag::render(&d, sources, style()));
-                        if a.verbose {
+                        print_diags(std::slice::from_ref(&d), sources);
+                        if ui().verbose {
                             if let PjrtError::Compile { message, .. } = &e {
                                 eprintln!("libtpu's message:\n{message}");
                             }
@@ -202,18 +204,45 @@ fn compile_targets(
                     None => print_diagnostic(&e),
                 }
             }
-        }
+        });
     }
+    bar.finish_and_clear();
     ok
 }
 
-/// A summary line: stdout, or stderr when stdout carries the table.
+/// A summary line: stdout, or stderr when stdout carries the table;
+/// nothing under `-q` or JSON output.
 fn summary(a: &Args, line: &str) {
+    if ui().quiet || ui().json {
+        return;
+    }
     if a.table {
         eprintln!("{line}");
     } else {
         println!("{line}");
     }
+}
+
+/// A written package as a JSON line: where, which kernel, and per target
+/// the generated code size when it was compiled.
+fn package_json(p: &pk_runtime::package::Package, dest: &Path) -> serde_json::Value {
+    let m = p.manifest();
+    let aot: serde_json::Map<String, serde_json::Value> = p
+        .aot_targets()
+        .into_iter()
+        .filter_map(|t| {
+            let r = p.aot_report(t)?;
+            Some((t.name().to_string(), r.generated_code_bytes.into()))
+        })
+        .collect();
+    serde_json::json!({
+        "type": "package",
+        "dir": dest.display().to_string(),
+        "kernel": m.kernel,
+        "targets": m.targets,
+        "cpu_reference": m.cpu_reference.is_some(),
+        "generated_code_bytes": aot,
+    })
 }
 
 fn describe(p: &pk_runtime::package::Package, dest: &Path) -> String {
@@ -270,19 +299,8 @@ fn grouped(n: u64) -> String {
 }
 
 /// Prints an error that is not about a source span (libtpu missing, a
-/// package that cannot be written) with miette's report layout.
-pub fn print_diagnostic(e: &dyn miette::Diagnostic) {
-    let theme = match style() {
-        RenderStyle::Color => miette::GraphicalTheme::unicode(),
-        RenderStyle::Plain => miette::GraphicalTheme::unicode_nocolor(),
-    };
-    let mut out = String::new();
-    let handler = miette::GraphicalReportHandler::new_themed(theme);
-    if handler.render_report(&mut out, e).is_err() {
-        out = format!("error: {e}\n");
-    }
-    eprint!("{out}");
-}
+/// package that cannot be written).
+pub use super::ui::print_diagnostic;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! `pkc check FILE...`: parse, resolve and type-check every kernel.
 
 use super::common::{report, KernelArgs, EXIT_ERRORS, EXIT_OK};
+use super::ui::{status, ui};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 
@@ -39,14 +40,16 @@ pub fn run(a: Args) -> u8 {
                         });
                     }
                     let n = m.kernels.len();
-                    eprintln!(
+                    status(&format!(
                         "{}: ok for {t} ({n} kernel{})",
                         file.display(),
                         if n == 1 { "" } else { "s" }
-                    );
+                    ));
                 }
                 Err(f) => {
-                    eprintln!("{}: errors for {t}", file.display());
+                    if !ui().json {
+                        eprintln!("{}: errors for {t}", file.display());
+                    }
                     if report(&f) != EXIT_OK {
                         code = EXIT_ERRORS;
                     }

@@ -1,9 +1,7 @@
 //! Options shared by subcommands and how diagnostics are printed.
 
 use clap::Args as ClapArgs;
-use pk_lang::diag::RenderStyle;
 use pk_lang::{Failure, Options, Target};
-use std::io::IsTerminal;
 
 /// Exit codes scripts can rely on (documented in the README and in
 /// `pkc --help`).
@@ -79,9 +77,11 @@ impl KernelArgs {
 pub fn reject_repeats<T>(flag: &str, items: &[(String, T)]) -> Result<(), u8> {
     for (i, (name, _)) in items.iter().enumerate() {
         if items[..i].iter().any(|(n, _)| n == name) {
-            eprintln!("error: `{flag} {name}=...` is given more than once");
-            eprintln!("help: give each name once");
-            return Err(EXIT_USAGE);
+            return Err(super::usage::UsageError::Repeated {
+                flag: flag.to_string(),
+                name: name.clone(),
+            }
+            .report());
         }
     }
     Ok(())
@@ -100,21 +100,14 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
     s.parse()
 }
 
-/// Plain text when stderr is not a terminal or NO_COLOR is set.
-pub fn style() -> RenderStyle {
-    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-        RenderStyle::Color
-    } else {
-        RenderStyle::Plain
-    }
-}
-
-/// Prints a failure's diagnostics to stderr and returns the exit code.
+/// Prints a failure's diagnostics and returns the exit code.
 pub fn report(f: &Failure) -> u8 {
-    eprint!("{}", f.render(style()));
+    super::ui::print_diags(&f.diags, &f.sources);
     let n = f.diags.iter().filter(|d| d.is_error()).count();
     if n > 0 {
-        eprintln!("error: {n} error{} found", if n == 1 { "" } else { "s" });
+        if !super::ui::ui().json {
+            eprintln!("error: {n} error{} found", if n == 1 { "" } else { "s" });
+        }
         EXIT_ERRORS
     } else {
         EXIT_OK

@@ -3,13 +3,12 @@
 //! holding `kernel.wasm` and `kernel.wasm.json`), run options, named
 //! `.npy` arguments, and printing CPU reference diagnostics.
 
-use super::common::{cpu_exit_code, report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
+use super::common::{cpu_exit_code, report, KernelArgs, EXIT_ERRORS};
+use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
-use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 use pk_lang::ir::{self, DType};
 use pk_lowering::wasm::abi::Role;
 use pk_runtime::cpu::{npy, CpuKernel, CpuManifest, DmaMode, Error, HostArray, RunOptions};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,21 +73,7 @@ pub fn parse_named(s: &str) -> Result<(String, PathBuf), String> {
 
 /// Prints a CPU reference diagnostic and returns the exit code.
 pub fn report_cpu(e: &Error) -> u8 {
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let theme = if color {
-        GraphicalTheme::unicode()
-    } else {
-        GraphicalTheme::unicode_nocolor()
-    };
-    let mut out = String::new();
-    let d: &dyn Diagnostic = e;
-    if GraphicalReportHandler::new_themed(theme)
-        .render_report(&mut out, d)
-        .is_err()
-    {
-        out = e.to_string();
-    }
-    eprint!("{out}");
+    super::ui::print_diagnostic(e);
     cpu_exit_code(e)
 }
 
@@ -113,12 +98,15 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     let fuel = a.fuel.is_some();
     if file.is_dir() {
         if let Some(flag) = a.kernel.source_only_flag() {
-            eprintln!(
-                "error: {flag} does not apply to the package `{}`, which holds one built specialisation",
-                file.display()
-            );
-            eprintln!("help: run the .pk source to choose parameters, or build another package with `pkc build`");
-            return Err(EXIT_USAGE);
+            return Err(UsageError::NotApplicable {
+                flag: flag.to_string(),
+                context: format!(
+                    "to the package `{}`, which holds one built specialisation",
+                    file.display()
+                ),
+                hint: "run the .pk source to choose parameters, or build another package with `pkc build`".into(),
+            }
+            .report());
         }
         return load_package(file, fuel, a.check_uninit);
     }
@@ -144,18 +132,15 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
 pub fn only_kernel(file: &Path, names: &[&str]) -> Result<usize, u8> {
     match names {
         [_] => Ok(0),
-        [] => {
-            eprintln!("error: `{}` defines no kernel", file.display());
-            Err(EXIT_ERRORS)
+        [] => Err(UsageError::NoKernel {
+            file: file.display().to_string(),
         }
-        _ => {
-            eprintln!(
-                "error: `{}` defines several kernels ({}); choose one with --kernel NAME",
-                file.display(),
-                names.join(", ")
-            );
-            Err(EXIT_USAGE)
+        .report()),
+        _ => Err(UsageError::SeveralKernels {
+            file: file.display().to_string(),
+            names: names.join(", "),
         }
+        .report()),
     }
 }
 

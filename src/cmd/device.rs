@@ -8,8 +8,9 @@
 //! opens the TPU through libtpu, compiles the module there and runs it.
 
 use super::build::print_diagnostic;
-use super::common::{pjrt_exit_code, style, EXIT_ERRORS, EXIT_USAGE};
+use super::common::{pjrt_exit_code, EXIT_ERRORS, EXIT_USAGE};
 use super::cpu::{self, report_cpu, CpuArgs, DmaArg, Operands};
+use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir;
 use pk_lang::span::SourceMap;
@@ -63,8 +64,13 @@ impl Kernel {
         match d.device {
             Device::Cpu => {
                 if d.libtpu.is_some() {
-                    eprintln!("error: --libtpu needs --device tpu");
-                    return Err(EXIT_USAGE);
+                    return Err(UsageError::NotApplicable {
+                        flag: "--libtpu".into(),
+                        context: "without --device tpu".into(),
+                        hint: "--libtpu chooses the libtpu that runs the kernel on this host's TPU"
+                            .into(),
+                    }
+                    .report());
                 }
                 Ok(Kernel::Cpu {
                     loaded: Box::new(cpu::load(file, c)?),
@@ -103,8 +109,12 @@ impl TpuKernel {
     fn load(file: &Path, c: &CpuArgs, libtpu: Option<PathBuf>) -> Result<TpuKernel, u8> {
         c.kernel.validate()?;
         if let Some(flag) = cpu_only_flag(c) {
-            eprintln!("error: {flag} applies to the CPU reference, not to --device tpu");
-            return Err(EXIT_USAGE);
+            return Err(UsageError::NotApplicable {
+                flag: flag.into(),
+                context: "to --device tpu".into(),
+                hint: "it is an option of the CPU reference (--device cpu, the default)".into(),
+            }
+            .report());
         }
         if file.is_dir() {
             eprintln!(
@@ -159,7 +169,7 @@ impl TpuKernel {
     /// message locates it, else as it is.
     fn report(&self, e: &PjrtError) -> u8 {
         match build::libtpu_diagnostic(e, &self.kernel, &self.sources) {
-            Some(d) => eprint!("{}", pk_lang::diag::render(&d, &self.sources, style())),
+            Some(d) => super::ui::print_diags(std::slice::from_ref(&d), &self.sources),
             None => print_diagnostic(e),
         }
         pjrt_exit_code(e)

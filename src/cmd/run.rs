@@ -3,10 +3,12 @@
 //! `.pk` file or a package directory built by `pkc build`), or on this
 //! host's TPU (FILE is a `.pk` file).
 
-use super::common::{reject_repeats, EXIT_OK, EXIT_USAGE};
+use super::common::{reject_repeats, EXIT_OK};
 use super::cpu::{self, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use super::output::{self, Output};
+use super::ui;
+use super::usage::UsageError;
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use std::path::PathBuf;
@@ -61,7 +63,10 @@ pub fn run(a: Args) -> u8 {
         Err(e) => return report_cpu(&e),
     };
     let t = Instant::now();
-    let results = match kernel.run(inputs) {
+    let spin = ui::spinner(format!("running `{}`", ops.kernel));
+    let results = kernel.run(inputs);
+    drop(spin);
+    let results = match results {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -70,13 +75,13 @@ pub fn run(a: Args) -> u8 {
     if let Err(e) = output::commit(sinks, &images) {
         return report_cpu(&e);
     }
-    eprintln!(
+    ui::status(&format!(
         "ran `{}` in {:.3} ms; wrote {} output{}",
         ops.kernel,
         elapsed.as_secs_f64() * 1e3,
         outs.len(),
         if outs.len() == 1 { "" } else { "s" }
-    );
+    ));
     EXIT_OK
 }
 
@@ -89,11 +94,12 @@ fn distinct_destinations(outputs: &[(String, PathBuf)]) -> Result<(), u8> {
             if output::is_stream_path(path) {
                 continue;
             }
-            eprintln!(
-                "error: outputs `{other}` and `{name}` are both written to `{}`",
-                path.display()
-            );
-            return Err(EXIT_USAGE);
+            return Err(UsageError::SameDestination {
+                first: other.clone(),
+                second: name.clone(),
+                path: path.display().to_string(),
+            }
+            .report());
         }
     }
     Ok(())

@@ -10,6 +10,7 @@
 use super::common::{reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
+use super::ui;
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use std::path::PathBuf;
@@ -104,7 +105,13 @@ pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Compar
     c
 }
 
-fn index_str(flat: usize, shape: &[u64]) -> String {
+/// JSON has no NaN or infinity: those become `null`.
+fn finite_or_null(v: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+/// The index of the element at a flat (C order) position.
+fn unflatten(flat: usize, shape: &[u64]) -> Vec<u64> {
     let mut idx = Vec::with_capacity(shape.len());
     let mut r = flat as u64;
     for &d in shape.iter().rev() {
@@ -112,6 +119,11 @@ fn index_str(flat: usize, shape: &[u64]) -> String {
         r /= d.max(1);
     }
     idx.reverse();
+    idx
+}
+
+fn index_str(flat: usize, shape: &[u64]) -> String {
+    let idx = unflatten(flat, shape);
     format!(
         "({})",
         idx.iter()
@@ -154,7 +166,10 @@ pub fn run(a: Args) -> u8 {
         Ok(i) => i,
         Err(e) => return report_cpu(&e),
     };
-    let results = match kernel.run(inputs) {
+    let spin = ui::spinner(format!("running `{}`", ops.kernel));
+    let results = kernel.run(inputs);
+    drop(spin);
+    let results = match results {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -163,23 +178,41 @@ pub fn run(a: Args) -> u8 {
         let got = results[oi].to_f64();
         let shape: Vec<u64> = results[oi].shape.iter().map(|&d| d as u64).collect();
         let c = compare(&got, want, a.rtol, a.atol);
-        let worst = c
-            .worst
-            .filter(|_| c.mismatched > 0)
-            .map(|w| {
-                format!(
-                    " worst at {}: got {}, expected {}",
-                    index_str(w, &shape),
-                    got[w],
-                    want[w]
-                )
-            })
-            .unwrap_or_default();
-        let verdict = if c.mismatched == 0 { "ok" } else { "MISMATCH" };
-        outln(&format!(
-            "{name}: {verdict}: {}/{} elements outside rtol={:?} atol={:?}; max abs error {:.3e}, max rel error {:.3e};{worst}",
-            c.mismatched, c.total, a.rtol, a.atol, c.max_abs, c.max_rel
-        ));
+        let worst = c.worst.filter(|_| c.mismatched > 0);
+        if ui::ui().json {
+            ui::json_line(&serde_json::json!({
+                "type": "comparison",
+                "output": name,
+                "ok": c.mismatched == 0,
+                "mismatched": c.mismatched,
+                "total": c.total,
+                "rtol": a.rtol,
+                "atol": a.atol,
+                "max_abs_error": finite_or_null(c.max_abs),
+                "max_rel_error": finite_or_null(c.max_rel),
+                "worst": worst.map(|w| serde_json::json!({
+                    "index": unflatten(w, &shape),
+                    "got": finite_or_null(got[w]),
+                    "expected": finite_or_null(want[w]),
+                })),
+            }));
+        } else if c.mismatched > 0 || !ui::ui().quiet {
+            let worst = worst
+                .map(|w| {
+                    format!(
+                        " worst at {}: got {}, expected {}",
+                        index_str(w, &shape),
+                        got[w],
+                        want[w]
+                    )
+                })
+                .unwrap_or_default();
+            let verdict = if c.mismatched == 0 { "ok" } else { "MISMATCH" };
+            outln(&format!(
+                "{name}: {verdict}: {}/{} elements outside rtol={:?} atol={:?}; max abs error {:.3e}, max rel error {:.3e};{worst}",
+                c.mismatched, c.total, a.rtol, a.atol, c.max_abs, c.max_rel
+            ));
+        }
         failed |= c.mismatched > 0;
     }
     if failed {

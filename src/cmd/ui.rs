@@ -1,0 +1,361 @@
+//! How `pkc` talks to people and to programs: the global flags
+//! (`--color`, `-q`, `-v`, `--message-format`), diagnostics as text or as
+//! JSON lines, and progress bars for work that takes a while.
+//!
+//! The flags are read once, in `main`, into a process-wide [`Ui`]; every
+//! command consults it through [`ui`] instead of threading it through.
+
+use clap::{Args as ClapArgs, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
+use pk_lang::diag::{Diag, RenderStyle, Severity};
+use pk_lang::span::SourceMap;
+use serde_json::{json, Value};
+use std::io::{IsTerminal, Write};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour when stderr is a terminal (NO_COLOR turns it off,
+    /// CLICOLOR_FORCE on).
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageFormat {
+    /// Rendered diagnostics on stderr.
+    Human,
+    /// One JSON object per line on stdout: diagnostics, `pkc test`'s
+    /// comparisons and `pkc build`'s packages.
+    Json,
+}
+
+/// Flags every subcommand takes.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct GlobalArgs {
+    /// When to colour diagnostics.
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    pub color: ColorChoice,
+    /// Print errors only: no status lines, warnings or progress.
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: libtpu's own messages, timings of each stage.
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+    /// How diagnostics and results are printed.
+    #[arg(long, value_enum, default_value = "human", global = true)]
+    pub message_format: MessageFormat,
+}
+
+/// The settings the global flags give.
+#[derive(Debug, Clone, Copy)]
+pub struct Ui {
+    pub color: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+static UI: OnceLock<Ui> = OnceLock::new();
+
+/// Whether colour is on for `choice`, given the environment's conventions
+/// (`CLICOLOR_FORCE` set and not `0` forces it; `NO_COLOR` set and not
+/// empty turns it off) and whether stderr is a terminal.
+pub fn color_wanted(choice: ColorChoice, env: impl Fn(&str) -> Option<String>, tty: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                true
+            } else if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                false
+            } else {
+                tty
+            }
+        }
+    }
+}
+
+/// Records the global flags; called once by `main`.
+pub fn init(g: &GlobalArgs) {
+    let color = color_wanted(
+        g.color,
+        |k| std::env::var(k).ok(),
+        std::io::stderr().is_terminal(),
+    );
+    let _ = UI.set(Ui {
+        color,
+        quiet: g.quiet,
+        verbose: g.verbose,
+        json: g.message_format == MessageFormat::Json,
+    });
+}
+
+/// The settings of this process (the defaults when `main` set none, as in
+/// unit tests).
+pub fn ui() -> Ui {
+    *UI.get_or_init(|| Ui {
+        color: color_wanted(
+            ColorChoice::Auto,
+            |k| std::env::var(k).ok(),
+            std::io::stderr().is_terminal(),
+        ),
+        quiet: false,
+        verbose: false,
+        json: false,
+    })
+}
+
+/// The style of rendered diagnostics.
+pub fn style() -> RenderStyle {
+    if ui().color {
+        RenderStyle::Color
+    } else {
+        RenderStyle::Plain
+    }
+}
+
+/// A status line on stderr (`ok for v5e`, `wrote ...`), unless `-q` or
+/// JSON output.
+pub fn status(line: &str) {
+    let u = ui();
+    if !u.quiet && !u.json {
+        eprintln!("{line}");
+    }
+}
+
+/// One JSON object on a line of stdout; a closed pipe is not an error.
+pub fn json_line(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+}
+
+/// Prints front-end diagnostics (as text on stderr, or JSON lines).
+/// Warnings are left out under `-q`.
+pub fn print_diags(diags: &[Diag], sources: &SourceMap) {
+    let u = ui();
+    let shown: Vec<Diag> = diags
+        .iter()
+        .filter(|d| d.is_error() || !u.quiet)
+        .cloned()
+        .collect();
+    if u.json {
+        for d in &shown {
+            json_line(&diag_json(d, sources));
+        }
+    } else if !shown.is_empty() {
+        eprint!("{}", pk_lang::diag::render_all(&shown, sources, style()));
+    }
+}
+
+/// Prints any other diagnostic (the CPU reference's, libtpu's, a
+/// package's), as text through miette or as a JSON line.
+pub fn print_diagnostic(e: &dyn Diagnostic) {
+    if ui().json {
+        json_line(&miette_json(e));
+        return;
+    }
+    let theme = if ui().color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let mut out = String::new();
+    if GraphicalReportHandler::new_themed(theme)
+        .render_report(&mut out, e)
+        .is_err()
+    {
+        out = format!("error: {e}\n");
+    }
+    eprint!("{out}");
+}
+
+/// A front-end diagnostic as JSON: code, severity, message, the primary
+/// location, every label (1-based lines and columns), help and notes.
+pub fn diag_json(d: &Diag, sources: &SourceMap) -> Value {
+    let at = |span: pk_lang::span::Span| {
+        let (file, line, column) = sources.location(span);
+        let end = span.end.max(span.start);
+        let (end_line, end_column) = sources.get(span.file).line_col(end);
+        (file, line, column, end_line, end_column)
+    };
+    let label = |span, text: Option<&str>, primary: bool| {
+        let (file, line, column, end_line, end_column) = at(span);
+        json!({
+            "file": file, "line": line, "column": column,
+            "end_line": end_line, "end_column": end_column,
+            "text": text, "primary": primary,
+        })
+    };
+    let (file, line, column, _, _) = at(d.span);
+    let mut labels = vec![label(d.span, d.label.as_deref(), true)];
+    labels.extend(
+        d.secondary
+            .iter()
+            .map(|(s, t)| label(*s, Some(t.as_str()), false)),
+    );
+    json!({
+        "type": "diagnostic",
+        "code": d.code.code,
+        "severity": match d.severity { Severity::Error => "error", Severity::Warning => "warning" },
+        "message": d.message,
+        "file": file, "line": line, "column": column,
+        "labels": labels,
+        "help": d.help,
+        "notes": d.notes,
+    })
+}
+
+/// Any miette diagnostic as JSON, in the shape of [`diag_json`]: labels
+/// are located through the diagnostic's own source, when it has one.
+pub fn miette_json(e: &dyn Diagnostic) -> Value {
+    let mut labels = Vec::new();
+    if let (Some(src), Some(ls)) = (e.source_code(), e.labels()) {
+        for l in ls {
+            if let Ok(c) = src.read_span(l.inner(), 0, 0) {
+                labels.push(json!({
+                    "file": c.name(),
+                    "line": c.line() + 1,
+                    "column": c.column() + 1,
+                    "text": l.label(),
+                    "primary": l.primary() || labels.is_empty(),
+                }));
+            }
+        }
+    }
+    let first = labels.first().cloned().unwrap_or(Value::Null);
+    json!({
+        "type": "diagnostic",
+        "code": e.code().map(|c| c.to_string()),
+        "severity": match e.severity() {
+            Some(miette::Severity::Warning) => "warning",
+            Some(miette::Severity::Advice) => "advice",
+            _ => "error",
+        },
+        "message": e.to_string(),
+        "file": first.get("file").cloned().unwrap_or(Value::Null),
+        "line": first.get("line").cloned().unwrap_or(Value::Null),
+        "column": first.get("column").cloned().unwrap_or(Value::Null),
+        "labels": labels,
+        "help": e.help().map(|h| h.to_string()),
+        "notes": Vec::<String>::new(),
+    })
+}
+
+/// A progress bar on stderr for `len` steps, drawn only on a terminal and
+/// never under `-q` or JSON output.
+pub fn progress(len: u64, what: &str) -> ProgressBar {
+    let u = ui();
+    if u.quiet || u.json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(s) =
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed}, ETA {eta})")
+    {
+        bar.set_style(s.progress_chars("=> "));
+    }
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// A spinner that appears when the work it watches has run for a second
+/// (quick commands stay quiet); it is cleared when the guard is dropped.
+pub struct Spinner {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+pub fn spinner(message: String) -> Spinner {
+    let u = ui();
+    if u.quiet || u.json || !std::io::stderr().is_terminal() {
+        return Spinner {
+            stop: None,
+            thread: None,
+        };
+    }
+    let (tx, rx) = mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(1)) != Err(mpsc::RecvTimeoutError::Timeout) {
+            return;
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(s) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(s);
+        }
+        bar.set_message(message);
+        while rx.recv_timeout(Duration::from_millis(100)) == Err(mpsc::RecvTimeoutError::Timeout) {
+            bar.tick();
+        }
+        bar.finish_and_clear();
+    });
+    Spinner {
+        stop: Some(tx),
+        thread: Some(thread),
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_follows_the_flag_then_the_environment_then_the_terminal() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(color_wanted(
+            ColorChoice::Always,
+            env(&[("NO_COLOR", "1")]),
+            false
+        ));
+        assert!(!color_wanted(
+            ColorChoice::Never,
+            env(&[("CLICOLOR_FORCE", "1")]),
+            true
+        ));
+        assert!(color_wanted(ColorChoice::Auto, env(&[]), true));
+        assert!(!color_wanted(ColorChoice::Auto, env(&[]), false));
+        assert!(!color_wanted(
+            ColorChoice::Auto,
+            env(&[("NO_COLOR", "1")]),
+            true
+        ));
+        assert!(color_wanted(
+            ColorChoice::Auto,
+            env(&[("CLICOLOR_FORCE", "1")]),
+            false
+        ));
+        assert!(!color_wanted(
+            ColorChoice::Auto,
+            env(&[("CLICOLOR_FORCE", "0")]),
+            false
+        ));
+        // An empty NO_COLOR does not count, as its convention says.
+        assert!(color_wanted(
+            ColorChoice::Auto,
+            env(&[("NO_COLOR", "")]),
+            true
+        ));
+    }
+}

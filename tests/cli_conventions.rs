@@ -1,0 +1,192 @@
+//! The conventions of `pkc` that cargo and ruff users expect: `--color`,
+//! `-q`, `--message-format json`, completions, `--version`, documented
+//! exit codes, and usage errors with codes.
+
+mod common;
+
+use common::{code, pkc, root, stderr, stdout};
+use serde_json::Value;
+use std::process::Command;
+
+const ADD: [&str; 9] = [
+    "kernels/add.pk",
+    "-p",
+    "M=16",
+    "-p",
+    "N=256",
+    "-p",
+    "bm=8",
+    "-p",
+    "bn=128",
+];
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[test]
+fn check_diagnostics_as_json() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let f = d.path().join("bad.pk");
+    // `float` is not a dtype: line 2, column 8.
+    std::fs::write(
+        &f,
+        "kernel copy<M = 256>(\n    x: float[M, 128],\n) -> y: f32[M, 128]\n{\n    y[..] = x[..];\n}\n",
+    )
+    .expect("written");
+    let o = pkc(&[
+        "check",
+        f.to_str().expect("utf-8"),
+        "--message-format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 1, "{}", stdout(&o));
+    let d = &lines[0];
+    assert_eq!(d["type"], "diagnostic");
+    assert_eq!(d["code"], "PK0105");
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["line"], 2);
+    assert_eq!(d["column"], 8);
+    assert!(d["file"].as_str().is_some_and(|f| f.ends_with("bad.pk")));
+    assert!(d["message"].as_str().is_some_and(|m| m.contains("float")));
+    assert!(d["help"].is_string());
+    let labels = d["labels"].as_array().expect("labels");
+    assert_eq!(labels[0]["primary"], true);
+    assert_eq!(labels[0]["line"], 2);
+    // Nothing but JSON on stdout, and no rendered report on stderr.
+    assert!(!stderr(&o).contains("PK0105"), "{}", stderr(&o));
+}
+
+#[test]
+fn test_results_as_json() {
+    let mut args = vec!["test"];
+    args.extend(ADD);
+    args.extend([
+        "--in",
+        "x=tests/data/add_16x256/x.npy",
+        "--in",
+        "y=tests/data/add_16x256/y.npy",
+        "--expect",
+        "z=tests/data/add_16x256/z_expected.npy",
+        "--message-format",
+        "json",
+    ]);
+    let o = pkc(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 1);
+    let c = &lines[0];
+    assert_eq!(c["type"], "comparison");
+    assert_eq!(c["output"], "z");
+    assert_eq!(c["ok"], true);
+    assert_eq!(c["mismatched"], 0);
+    assert_eq!(c["total"], 16 * 256);
+    assert!(c["worst"].is_null());
+}
+
+#[test]
+fn quiet_prints_errors_only() {
+    let o = pkc(&["check", "-q", "kernels/add.pk"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stderr(&o), "");
+    let o = pkc(&["check", "kernels/add.pk"]);
+    assert!(stderr(&o).contains("ok for v5e"), "{}", stderr(&o));
+    let o = pkc(&["-q", "check", "kernels/add.pk", "-p", "M=100"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("PK0216"), "{}", stderr(&o));
+}
+
+fn pkc_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pkc"));
+    c.args(args).current_dir(root()).env_remove("NO_COLOR");
+    c.env_remove("CLICOLOR_FORCE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("pkc runs")
+}
+
+#[test]
+fn color_follows_the_flag_and_the_environment() {
+    let bad = ["check", "kernels/add.pk", "-p", "M=100"];
+    let esc = |o: &std::process::Output| stderr(o).contains('\u{1b}');
+    // Not a terminal: plain by default.
+    assert!(!esc(&pkc_env(&bad, &[])));
+    let mut always = bad.to_vec();
+    always.extend(["--color", "always"]);
+    assert!(esc(&pkc_env(&always, &[("NO_COLOR", "1")])));
+    assert!(esc(&pkc_env(&bad, &[("CLICOLOR_FORCE", "1")])));
+    let mut never = bad.to_vec();
+    never.extend(["--color", "never"]);
+    assert!(!esc(&pkc_env(&never, &[("CLICOLOR_FORCE", "1")])));
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = pkc(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        let s = stdout(&o);
+        for sub in ["build", "check", "run", "test", "bench", "explain"] {
+            assert!(s.contains(sub), "{shell} completions lack `{sub}`");
+        }
+    }
+    assert_eq!(code(&pkc(&["completions", "tcsh"])), 2);
+}
+
+#[test]
+fn version_names_the_commit_and_libtpu() {
+    let o = pkc(&["--version"]);
+    assert_eq!(code(&o), 0);
+    let s = stdout(&o);
+    assert!(
+        s.starts_with(&format!("pkc {}", env!("CARGO_PKG_VERSION"))),
+        "{s}"
+    );
+    assert!(s.contains("commit "), "{s}");
+    assert!(s.contains("libtpu 0.0.51"), "{s}");
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let s = stdout(&pkc(&["--help"]));
+    for line in [
+        "0  success",
+        "2  usage errors",
+        "3  pkc test",
+        "4  the kernel failed",
+        "5  the TPU toolchain",
+    ] {
+        assert!(s.contains(line), "`{line}` missing from --help:\n{s}");
+    }
+}
+
+#[test]
+fn explain_lists_codes_in_order_with_the_cli_ones() {
+    let s = stdout(&pkc(&["explain", "--list"]));
+    let codes: Vec<&str> = s
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let mut sorted = codes.clone();
+    sorted.sort();
+    assert_eq!(codes, sorted);
+    assert!(codes.contains(&"PK4001") && codes.contains(&"PK1010"));
+    let o = pkc(&["explain", "PK4002"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("flag-does-not-apply"));
+}
+
+#[test]
+fn usage_errors_carry_codes() {
+    let o = pkc(&["check", "kernels/add.pk", "-p", "M=16", "-p", "M=32"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("PK4001"), "{}", stderr(&o));
+    let o = pkc(&["run", "std/math.pk"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("PK4004"), "{}", stderr(&o));
+}
