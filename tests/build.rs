@@ -114,6 +114,13 @@ fn emit_prints_the_mosaic_and_stablehlo_modules() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("func.func @add("), "{}", stdout(&o));
     assert!(stdout(&o).contains("tpu.vector_store"), "{}", stdout(&o));
+    // The add of `z[..] = x[..] + y[..]`, at its line and column in add.pk.
+    let add = stdout(&o)
+        .lines()
+        .find(|l| l.contains("arith.addf"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(add.ends_with("kernels/add.pk:19:13"), "{add}");
 
     let o = pkc(&["emit", "stablehlo", "kernels/matmul.pk", "-t", "v6e"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

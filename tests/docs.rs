@@ -80,3 +80,34 @@ fn language_reference_examples_check_as_documented() {
         failures.join("\n")
     );
 }
+
+/// The code table of docs/language.md lists every front-end code, and the
+/// codes it calls unassigned are not in use.
+#[test]
+fn the_code_table_matches_the_codes() {
+    let text = std::fs::read_to_string(common::root().join("docs/language.md")).expect("docs");
+    let listed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("| PK0"))
+        .map(|l| &l[..3])
+        .collect();
+    for e in pk_lang::diag::codes::ALL {
+        assert!(
+            listed.contains(&&e.code[3..]),
+            "{} is missing from the code table of docs/language.md",
+            e.code
+        );
+    }
+    let line = text
+        .lines()
+        .find(|l| l.ends_with("are unassigned.") && l.starts_with("Codes "))
+        .expect("the line of unassigned codes");
+    for word in line.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if word.starts_with("PK") {
+            assert!(
+                pk_lang::diag::codes::ALL.iter().all(|e| e.code != word),
+                "{word} is called unassigned but is in use"
+            );
+        }
+    }
+}

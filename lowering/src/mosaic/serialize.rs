@@ -53,9 +53,16 @@ pub(crate) fn stable(module: &Module<'_>, locations: bool) -> Result<String, Str
     Ok(p.out)
 }
 
-/// MLIR's own (custom-syntax) printing of `module`, with `tpu` memory spaces.
+/// MLIR's own (custom-syntax) printing of `module`, with `tpu` memory spaces
+/// and each operation followed by its `.pk` location (`add.pk:19:13`, MLIR's
+/// readable form of locations: for people, not for parsing back).
 pub(crate) fn pretty(module: &Module<'_>) -> Result<String, String> {
-    let mut s = map_memrefs(&module.as_operation().to_string())?;
+    let flags = melior::ir::operation::OperationPrintingFlags::new().enable_debug_info(true, true);
+    let text = module
+        .as_operation()
+        .to_string_with_flags(flags)
+        .map_err(|e| e.to_string())?;
+    let mut s = map_memrefs(&text)?;
     if !s.ends_with('\n') {
         s.push('\n');
     }
