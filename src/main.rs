@@ -33,6 +33,9 @@ enum Command {
     Test(cmd::test::Args),
     /// Time a kernel on the CPU reference with random inputs.
     Bench(cmd::bench::Args),
+    /// Check packages against their manifests: every file's sha256, the CPU
+    /// reference and the AOT executables.
+    Verify(cmd::verify::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
     };
     ExitCode::from(code)
 }

@@ -46,7 +46,8 @@ pub struct Args {
     /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
     #[arg(long, value_name = "PATH")]
     pub libtpu: Option<PathBuf>,
-    /// Print libtpu's complete message when it rejects a kernel.
+    /// Print what libtpu writes while it starts and compiles, and its
+    /// complete message when it rejects a kernel.
     #[arg(long, short = 'v')]
     pub verbose: bool,
 }
@@ -77,7 +78,7 @@ struct Row {
 
 pub fn run(a: Args) -> u8 {
     let plugin = if a.aot {
-        match Plugin::load(a.libtpu.as_deref()) {
+        match Plugin::load_logged(a.libtpu.as_deref(), a.verbose) {
             Ok(p) => Some(p),
             Err(e) => {
                 print_diagnostic(&e);
@@ -169,7 +170,7 @@ fn compile_targets(
 ) -> bool {
     let mut ok = true;
     for &target in &a.target.0 {
-        match build::compile_aot(plugin, k, target) {
+        match build::compile_aot(plugin, k, target, a.verbose) {
             Ok(art) => {
                 summary(
                     a,

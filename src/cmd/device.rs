@@ -124,7 +124,7 @@ impl TpuKernel {
         };
         Ok(TpuKernel {
             kernel: k.kernel,
-            stablehlo: k.package.stablehlo,
+            stablehlo: k.package.stablehlo().to_string(),
             target,
             sources: built.sources,
             libtpu,

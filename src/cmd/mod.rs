@@ -12,3 +12,4 @@ pub mod emit;
 pub mod explain;
 pub mod run;
 pub mod test;
+pub mod verify;
