@@ -9,12 +9,12 @@
 //! running with one description and being called with another.
 //!
 //! invariant: a package that opens has a CPU reference whose kernel, ABI,
-//! target, operands and grid are the manifest's, and AOT reports whose
+//! target, parameters, operands and grid are the manifest's, and AOT reports whose
 //! target, topology, size and libtpu are those of their entries.
 
 use pk_lowering::wasm::abi::{self, CpuManifest};
 
-use super::{AotReport, Manifest, OperandRole, Package, PackageError};
+use super::{AotReport, Manifest, OperandRole, Package, PackageError, ParamValueEntry};
 use crate::cpu::CpuKernel;
 use crate::pjrt::TpuTarget;
 
@@ -92,6 +92,26 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
             "the CPU reference models {}, which is not among the targets",
             r.target
         ));
+    }
+    let params: Vec<(String, String)> = m
+        .params
+        .iter()
+        .map(|p| {
+            let value = match &p.value {
+                ParamValueEntry::Int(v) => v.to_string(),
+                ParamValueEntry::Dtype(d) => d.clone(),
+            };
+            (p.name.clone(), value)
+        })
+        .collect();
+    if params != cpu.params {
+        let show = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(n, x)| format!("{n}={x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        return differ("specialisation", &show(&params), &show(&cpu.params));
     }
     if cpu.operands.len() != m.operands.len() {
         return differ("operand count", &m.operands.len(), &cpu.operands.len());
