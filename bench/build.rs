@@ -92,7 +92,9 @@ fn libtpu_compile(c: &mut Criterion) {
         for &t in TpuTarget::all() {
             g.bench_with_input(BenchmarkId::new(name, t.name()), &t, |b, &t| {
                 b.iter(|| {
-                    black_box(compile_aot(plugin, &k, t, false).expect("libtpu compiles the kernel"))
+                    black_box(
+                        compile_aot(plugin, &k, t, false).expect("libtpu compiles the kernel"),
+                    )
                 })
             });
         }

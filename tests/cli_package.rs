@@ -132,7 +132,11 @@ fn verify_reports_one_line_per_package() {
     let o = pkc(&["verify", s(&bad)]);
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("error[PK3004]"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("`kernel.mosaic.mlir`"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("`kernel.mosaic.mlir`"),
+        "{}",
+        stdout(&o)
+    );
     let o = run_add(&bad, &other.path().join("z.npy"));
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("PK3004"), "{}", stderr(&o));
@@ -198,11 +202,7 @@ fn each_package_code_is_reported_by_verify_and_run() {
         );
         let o = run_add(&dir, &out.path().join("z.npy"));
         assert_eq!(code(&o), 1, "{expected}");
-        assert!(
-            stderr(&o).contains(expected),
-            "{expected}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(expected), "{expected}: {}", stderr(&o));
     }
 }
 

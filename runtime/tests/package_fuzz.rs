@@ -80,10 +80,7 @@ fn load_and_run(dir: &Path) -> Result<bool, LoadError> {
         ..RunOptions::default()
     };
     let (ins, expected) = inputs();
-    let out = match kernel.run(ins, &opts) {
-        Ok(out) => out,
-        Err(e) => return Err(e.into()),
-    };
+    let out = kernel.run(ins, &opts)?;
     let z: Vec<f32> = out[0]
         .data
         .chunks_exact(4)
@@ -202,45 +199,61 @@ fn a_cpu_reference_describing_another_kernel_is_inconsistent() {
         (
             "manifest ABI version",
             Box::new(|d: &Path| {
-                edit_json(&d.join(MANIFEST), |m| m["cpu_reference"]["abi_version"] = 3.into())
+                edit_json(&d.join(MANIFEST), |m| {
+                    m["cpu_reference"]["abi_version"] = 3.into()
+                })
             }),
         ),
         (
             "manifest CPU target",
             Box::new(|d: &Path| {
-                edit_json(&d.join(MANIFEST), |m| m["cpu_reference"]["target"] = "v4".into())
+                edit_json(&d.join(MANIFEST), |m| {
+                    m["cpu_reference"]["target"] = "v4".into()
+                })
             }),
         ),
         (
             "manifest operand shape",
             Box::new(|d: &Path| {
-                edit_json(&d.join(MANIFEST), |m| m["operands"][0]["shape"][0] = 32.into())
+                edit_json(&d.join(MANIFEST), |m| {
+                    m["operands"][0]["shape"][0] = 32.into()
+                })
             }),
         ),
         (
             "manifest parameter",
-            Box::new(|d: &Path| edit_json(&d.join(MANIFEST), |m| m["params"][0]["value"] = 17.into())),
+            Box::new(|d: &Path| {
+                edit_json(&d.join(MANIFEST), |m| m["params"][0]["value"] = 17.into())
+            }),
         ),
         (
             "manifest grid extent",
-            Box::new(|d: &Path| edit_json(&d.join(MANIFEST), |m| m["grid"][1]["extent"] = 4.into())),
+            Box::new(|d: &Path| {
+                edit_json(&d.join(MANIFEST), |m| m["grid"][1]["extent"] = 4.into())
+            }),
         ),
         (
             "CPU operand role",
             Box::new(|d: &Path| {
-                edit_listed(d, WASM_MANIFEST, |c| c["operands"][2]["role"] = "Input".into())
+                edit_listed(d, WASM_MANIFEST, |c| {
+                    c["operands"][2]["role"] = "Input".into()
+                })
             }),
         ),
         (
             "CPU operand dtype",
             Box::new(|d: &Path| {
-                edit_listed(d, WASM_MANIFEST, |c| c["operands"][1]["dtype"] = "bf16".into())
+                edit_listed(d, WASM_MANIFEST, |c| {
+                    c["operands"][1]["dtype"] = "bf16".into()
+                })
             }),
         ),
         (
             "CPU grid semantics",
             Box::new(|d: &Path| {
-                edit_listed(d, WASM_MANIFEST, |c| c["grid"][0]["semantics"] = "Arbitrary".into())
+                edit_listed(d, WASM_MANIFEST, |c| {
+                    c["grid"][0]["semantics"] = "Arbitrary".into()
+                })
             }),
         ),
         (
@@ -288,7 +301,9 @@ fn a_package_without_a_cpu_reference_does_not_load_for_the_cpu() {
     let (_root, dir) = written(&pkg);
     let p = Package::open(&dir).expect("a TPU-only package is a package");
     p.verify().expect("and it verifies");
-    let e = Package::load_cpu(&dir, false).err().expect("no CPU reference");
+    let e = Package::load_cpu(&dir, false)
+        .err()
+        .expect("no CPU reference");
     assert!(
         matches!(&e, LoadError::Package(PackageError::NoCpuReference { kernel, .. }) if kernel == "add"),
         "{e}"

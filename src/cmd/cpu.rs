@@ -3,12 +3,12 @@
 //! by `pkc build`, verified against its manifest first), run options, named
 //! `.npy` arguments, and printing CPU reference diagnostics.
 
+use super::build::print_diagnostic;
 use super::common::{cpu_exit_code, report, KernelArgs, EXIT_ERRORS, EXIT_USAGE};
 use clap::{Args as ClapArgs, ValueEnum};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 use pk_lang::ir::{self, DType};
 use pk_lowering::wasm::abi::Role;
-use super::build::print_diagnostic;
 use pk_runtime::cpu::{npy, CpuKernel, DmaMode, Error, HostArray, RunOptions};
 use pk_runtime::package::Package;
 use std::io::IsTerminal;

@@ -29,12 +29,12 @@ mod write;
 
 pub use aot::{AotArtifact, AotReport};
 pub use error::{PackageError, EXPLANATIONS};
-pub use verify::LoadError;
-pub use write::stablehlo_path;
 pub use manifest::{
     AotEntry, Cost, CpuReference, FileEntry, GridAxis, Manifest, Operand, OperandRole, Param,
     ParamValueEntry, TargetModule, Toolchain, Vmem, VmemBuffer, FORMAT,
 };
+pub use verify::LoadError;
+pub use write::stablehlo_path;
 
 use std::collections::BTreeMap;
 use std::fs;

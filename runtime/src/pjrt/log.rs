@@ -129,7 +129,10 @@ mod tests {
             42
         });
         assert_eq!(value, 42);
-        assert_eq!(log, "E1203 hugepage_text.cc:344] RAW: a line libtpu writes\n");
+        assert_eq!(
+            log,
+            "E1203 hugepage_text.cc:344] RAW: a line libtpu writes\n"
+        );
         // fd 2 is the original again: a second capture sees only its own.
         let ((), log) = capture_stderr(|| write_fd2("second\n"));
         assert_eq!(log, "second\n");
