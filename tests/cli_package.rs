@@ -277,3 +277,30 @@ fn build_aot_keeps_libtpu_quiet_unless_verbose() {
         stdout(&o)
     );
 }
+
+/// `pkc emit stablehlo -t T` prints the module a package built for every
+/// target holds for T: `kernel.stablehlo.mlir` for the first target,
+/// `stablehlo/<T>.mlir` for a target whose scoped VMEM limit differs.
+#[test]
+fn emit_stablehlo_prints_the_module_the_package_holds_for_each_target() {
+    let out = TempDir::new("pkg-emit");
+    let mut args = vec!["build", "kernels/add.pk", "-t", "all", "-o", out.arg()];
+    args.extend_from_slice(SMALL_ADD);
+    let o = pkc(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dir = out.path().join("add-M16-N256-bm8-bn128");
+    for (target, file) in [
+        ("v4", "kernel.stablehlo.mlir"),
+        ("v5e", "stablehlo/v5e.mlir"),
+        ("v5p", "stablehlo/v5p.mlir"),
+        ("v6e", "stablehlo/v6e.mlir"),
+        ("tpu7x", "stablehlo/tpu7x.mlir"),
+    ] {
+        let mut args = vec!["emit", "stablehlo", "kernels/add.pk", "-t", target];
+        args.extend_from_slice(SMALL_ADD);
+        let o = pkc(&args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let module = fs::read_to_string(dir.join(file)).expect("the target's module");
+        assert_eq!(stdout(&o), module, "{target}");
+    }
+}
