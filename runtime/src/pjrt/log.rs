@@ -117,6 +117,7 @@ pub(crate) fn print_log(log: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pjrt::PjrtError;
 
     #[test]
     fn what_is_written_to_fd_2_is_captured_and_fd_2_restored() {
@@ -156,6 +157,25 @@ mod tests {
             }
         });
         assert_eq!(log.len(), 256 * 1024, "256 KiB, four times a pipe's buffer");
+    }
+
+    #[test]
+    fn a_log_is_appended_to_a_libtpu_error_after_a_marker() {
+        let e = PjrtError::Compile {
+            target: "v5e".into(),
+            status: "INTERNAL".into(),
+            message: "the compiler's message".into(),
+            locations: vec![],
+        }
+        .with_log("E1203 hugepage_text.cc:344] RAW: ...\n");
+        let PjrtError::Compile { message, .. } = e else {
+            panic!("still a compile error");
+        };
+        assert_eq!(
+            message,
+            "the compiler's message\n=== libtpu's log: ===\nE1203 hugepage_text.cc:344] RAW: ..."
+        );
+        assert_eq!(with_log("unchanged".into(), " \n"), "unchanged");
     }
 
     /// The device and inode fd 2 refers to, read while no other test's
