@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! add/
-//!   manifest.json           format, kernel, parameters, operands, grid, targets,
-//!                           cost, VMEM, toolchain versions, SHA-256 of every file below
+//!   manifest.json           format, kernel, parameters, operands, grid, targets, the
+//!                           module of each target, cost, VMEM, toolchain versions,
+//!                           SHA-256 of every file below
 //!   kernel.stablehlo.mlir   the tpu_custom_call module PJRT / JAX load (the first target's)
 //!   stablehlo/v5p.mlir      the module of a target whose scoped VMEM limit differs
 //!   kernel.mosaic.mlir      its body, stable Mosaic (serialization version 11)
@@ -16,7 +17,10 @@
 //!
 //! [`NewPackage::write`] writes a package atomically (see `write.rs`);
 //! [`Package::open`] reads one back and verifies it whole: the format
-//! version, the manifest's consistency, the set of files, and every hash.
+//! version, the manifest's consistency, the set of files, every hash, and
+//! that the files describe the manifest's kernel (see `verify.rs`).
+//! [`Package::load_cpu`] opens a package and compiles its CPU reference, as
+//! `pkc run DIR` does.
 //! A package that opens is exactly the one that was written, held in
 //! memory, so nothing is read again after it was verified.
 
