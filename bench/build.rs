@@ -42,7 +42,7 @@ fn source_to_stablehlo(c: &mut Criterion) {
     let mut g = c.benchmark_group("stablehlo");
     for name in KERNELS {
         g.bench_function(name, |b| {
-            b.iter(|| black_box(build(name, false).package.stablehlo.len()))
+            b.iter(|| black_box(build(name, false).package.stablehlo().len()))
         });
     }
     g.finish();
@@ -92,7 +92,9 @@ fn libtpu_compile(c: &mut Criterion) {
         for &t in TpuTarget::all() {
             g.bench_with_input(BenchmarkId::new(name, t.name()), &t, |b, &t| {
                 b.iter(|| {
-                    black_box(compile_aot(plugin, &k, t).expect("libtpu compiles the kernel"))
+                    black_box(
+                        compile_aot(plugin, &k, t, false).expect("libtpu compiles the kernel"),
+                    )
                 })
             });
         }

@@ -49,6 +49,9 @@ enum Command {
     Test(cmd::test::Args),
     /// Time a kernel on the CPU reference with random inputs.
     Bench(cmd::bench::Args),
+    /// Check packages against their manifests: every file's sha256, the CPU
+    /// reference and the AOT executables.
+    Verify(cmd::verify::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
+        Command::Verify(a) => cmd::verify::run(a),
     };
     ExitCode::from(code)
 }

@@ -61,7 +61,7 @@ fn a_failed_build_leaves_the_old_package_as_it_was() {
         "-o",
         out.arg(),
     ]);
-    assert_eq!(code(&o), 5);
+    assert_eq!(code(&o), 5, "EXIT_TOOLCHAIN: {}", stderr(&o));
     assert!(stderr(&o).contains("PK2001"), "{}", stderr(&o));
 
     // The same kernel name from a source with an error.

@@ -47,7 +47,8 @@ fn run_add_on_tpu(extra: &[&str]) -> Output {
 /// installed (always in CI), `PK2001` where it is not.
 fn assert_no_tpu_error(o: &Output) {
     let err = stderr(o);
-    assert_eq!(code(o), 1, "{err}");
+    // Exit 5: the TPU toolchain (libtpu, or a TPU) is not there.
+    assert_eq!(code(o), 5, "{err}");
     assert!(!err.contains("panicked"), "{err}");
     if locate_libtpu(None).is_ok() || std::env::var("CI").as_deref() == Ok("true") {
         assert!(err.contains("PK2009"), "{err}");
@@ -144,7 +145,7 @@ fn cpu_reference_options_are_refused_on_tpu() {
         let o = run_add_on_tpu(flag);
         assert_eq!(code(&o), 2, "{flag:?}: {}", stderr(&o));
         assert!(
-            stderr(&o).contains("applies to the CPU reference"),
+            stderr(&o).contains("PK4002") && stderr(&o).contains("does not apply to --device tpu"),
             "{}",
             stderr(&o)
         );
@@ -154,7 +155,7 @@ fn cpu_reference_options_are_refused_on_tpu() {
     args.extend(["--libtpu", "/nonexistent/libtpu.so", "--in", X, "--in", Y]);
     let o = pkc_alone(&args);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--libtpu needs --device tpu"));
+    assert!(stderr(&o).contains("--libtpu does not apply without --device tpu"));
 }
 
 #[test]
@@ -163,7 +164,7 @@ fn a_package_directory_runs_on_the_cpu_only() {
     let o = pkc(&["run", dir.arg(), "--device", "tpu", "--in", X]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("is a package directory, which runs on the CPU reference"),
+        stderr(&o).contains("PK4002") && stderr(&o).contains("runs on the CPU reference"),
         "{}",
         stderr(&o)
     );
@@ -173,7 +174,7 @@ fn a_package_directory_runs_on_the_cpu_only() {
 fn an_explicit_missing_libtpu_is_reported() {
     let o = run_add_on_tpu(&["--libtpu", "/nonexistent/libtpu.so", "--in", X, "--in", Y]);
     let err = stderr(&o);
-    assert_eq!(code(&o), 1, "{err}");
+    assert_eq!(code(&o), 5, "{err}");
     assert!(err.contains("PK2001"), "{err}");
     assert!(err.contains("/nonexistent/libtpu.so"), "{err}");
 }

@@ -8,7 +8,7 @@ use miette::Diagnostic as _;
 use pk_runtime::package::build::{build_file, libtpu_diagnostic, BuildOptions, BuiltKernel};
 use pk_runtime::package::{
     sha256_hex, AotArtifact, AotReport, NewPackage, OperandRole, Package, PackageError,
-    EXPLANATIONS, FORMAT, MANIFEST, MOSAIC, STABLEHLO, WASM, WASM_MANIFEST,
+    TargetModule, EXPLANATIONS, FORMAT, MANIFEST, MOSAIC, STABLEHLO, WASM, WASM_MANIFEST,
 };
 use pk_runtime::pjrt::{PjrtError, TpuTarget};
 
@@ -132,11 +132,21 @@ fn a_written_package_opens_with_everything_it_was_given() {
     assert_eq!(m.cost.bytes_accessed, 3 * 1024 * 1024 * 4);
     // Three double-buffered 256x512 f32 blocks.
     assert_eq!(m.vmem.total_bytes, 3 * 2 * 256 * 512 * 4);
-    assert_eq!(m.vmem.limit_bytes, 128 << 20, "v5e's whole VMEM");
+    assert_eq!(
+        m.stablehlo,
+        [TargetModule {
+            target: "v5e".into(),
+            module: STABLEHLO.into(),
+            vmem_limit_bytes: 128 << 20,
+        }],
+        "one module, with v5e's whole VMEM as its scoped limit"
+    );
     assert_eq!(m.toolchain.mosaic_version, 11);
     assert_eq!(m.toolchain.pk, env!("CARGO_PKG_VERSION"));
     assert_eq!(m.toolchain.libtpu.as_deref(), Some("0.0.51"));
-    assert_eq!(p.stablehlo(), pkg.stablehlo);
+    assert_eq!(p.stablehlo(), pkg.stablehlo());
+    assert_eq!(p.stablehlo_for(TpuTarget::V5e), Some(pkg.stablehlo()));
+    assert_eq!(p.stablehlo_for(TpuTarget::V4), None);
     assert_eq!(p.mosaic(), pkg.mosaic);
     assert!(p.stablehlo().contains("tpu_custom_call"));
     let (wasm, cpu) = p.cpu_reference().expect("add.pk has a CPU reference");

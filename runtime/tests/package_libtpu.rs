@@ -11,7 +11,7 @@ use pk_lowering::{mosaic, stablehlo};
 use pk_runtime::package::build::{
     build_file, compile_aot, libtpu_diagnostic, BuildOptions, BuiltKernel,
 };
-use pk_runtime::package::Package;
+use pk_runtime::package::{Package, STABLEHLO};
 use pk_runtime::pjrt::{LibtpuOrigin, PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
 
 fn plugin() -> Option<&'static Plugin> {
@@ -55,7 +55,7 @@ fn every_target_compiles_into_a_package_that_opens() {
     let Some(plugin) = plugin() else { return };
     let (mut k, _) = build_one(&kernels_dir().join("add.pk"), TpuTarget::all());
     for &t in TpuTarget::all() {
-        let art = compile_aot(plugin, &k, t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let art = compile_aot(plugin, &k, t, false).unwrap_or_else(|e| panic!("{t}: {e}"));
         k.package.aot.push(art);
     }
     let root = tempfile::tempdir().expect("temp dir");
@@ -67,8 +67,23 @@ fn every_target_compiles_into_a_package_that_opens() {
         p.manifest().toolchain.libtpu.as_deref(),
         Some(LIBTPU_VERSION)
     );
-    // One module serves every target, so it carries the smallest VMEM (v4's).
-    assert_eq!(p.manifest().vmem.limit_bytes, 16 << 20);
+    // Each target's module carries its own VMEM as the scoped limit.
+    let limits: Vec<(&str, u64)> = p
+        .manifest()
+        .stablehlo
+        .iter()
+        .map(|m| (m.target.as_str(), m.vmem_limit_bytes))
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("v4", 16 << 20),
+            ("v5e", 128 << 20),
+            ("v5p", 64 << 20),
+            ("v6e", 128 << 20),
+            ("tpu7x", 64 << 20)
+        ]
+    );
     for &t in TpuTarget::all() {
         let report = p.aot_report(t).expect("report");
         let exe = p.executable(t).expect("executable");
@@ -118,7 +133,7 @@ fn a_kernel_using_40_mib_of_vmem_compiles_without_a_vmem_limit() {
     assert_eq!(k.kernel.vmem_limit, None);
     assert_eq!(k.package.manifest.vmem.total_bytes, 40 << 20);
     for t in targets {
-        if let Err(e) = compile_aot(plugin, &k, t) {
+        if let Err(e) = compile_aot(plugin, &k, t, false) {
             panic!("{t}: pk accepted the kernel but libtpu did not: {e}");
         }
     }
@@ -177,4 +192,96 @@ fn a_libtpu_rejection_is_a_diagnostic_at_the_pk_line() {
     assert!(text.contains("add.pk:19:"), "{text}");
     assert!(text.contains("z[..] = x[..] + y[..];"), "{text}");
     assert!(!text.contains("stable_mosaic"), "{text}");
+}
+
+/// Built for several targets, a package holds for each target the module
+/// and the executable that building for that target alone gives, and
+/// writes each module that differs from the first target's once.
+fn check_per_target_package(plugin: &'static Plugin, path: &Path, targets: &[TpuTarget]) {
+    let (mut several, _) = build_one(path, targets);
+    let code_bytes = |k: &BuiltKernel, t: TpuTarget| {
+        compile_aot(plugin, k, t, false)
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+            .report
+            .generated_code_bytes
+    };
+    let mut alone_bytes = Vec::new();
+    for &t in targets {
+        let (alone, _) = build_one(path, &[t]);
+        let module = several.package.stablehlo_for(t).expect("a module");
+        assert_eq!(module, alone.package.stablehlo(), "{t}");
+        assert!(
+            module.contains(&format!("\\22size\\22: {}", vmem(t))),
+            "{t}: the module carries the target's own VMEM as its limit"
+        );
+        alone_bytes.push(code_bytes(&alone, t));
+        let art = compile_aot(plugin, &several, t, false).expect("compiles");
+        several.package.aot.push(art);
+    }
+    let root = tempfile::tempdir().expect("temp dir");
+    let dir = root.path().join("k");
+    several.package.write(&dir).expect("write");
+    let p = Package::open(&dir).expect("open");
+    let first = vmem(targets[0]);
+    for (m, &t) in p.manifest().stablehlo.iter().zip(targets) {
+        assert_eq!(m.target, t.name());
+        let expected = if vmem(t) == first {
+            STABLEHLO.to_string()
+        } else {
+            format!("stablehlo/{t}.mlir")
+        };
+        assert_eq!(m.module, expected, "{t}");
+        assert_eq!(m.vmem_limit_bytes, vmem(t), "{t}");
+    }
+    for (&t, bytes) in targets.iter().zip(alone_bytes) {
+        assert_eq!(
+            p.aot_report(t).expect("report").generated_code_bytes,
+            bytes,
+            "{t}: the package's executable is the one built alone"
+        );
+    }
+}
+
+/// The VMEM of a target, as the front end knows it.
+fn vmem(t: TpuTarget) -> u64 {
+    pk_runtime::package::build::lang_target(t).vmem_bytes()
+}
+
+/// add.pk for every target: TPU7x's code depends on the scoped limit, so
+/// the module with v4's 16 MiB (what every target compiled when one module
+/// served all) gives TPU7x other code than its own 64 MiB module.
+#[test]
+fn each_target_of_an_all_target_package_compiles_as_if_built_alone() {
+    let Some(plugin) = plugin() else { return };
+    let path = kernels_dir().join("add.pk");
+    check_per_target_package(plugin, &path, TpuTarget::all());
+    let (all, _) = build_one(&path, TpuTarget::all());
+    let own = |t: TpuTarget| {
+        plugin
+            .compile(t, all.package.stablehlo_for(t).expect("a module"))
+            .expect("compiles")
+            .generated_code_bytes
+    };
+    let with_v4_limit = plugin
+        .compile(TpuTarget::Tpu7x, all.package.stablehlo())
+        .expect("compiles")
+        .generated_code_bytes;
+    assert_ne!(with_v4_limit, own(TpuTarget::Tpu7x));
+}
+
+/// A kernel that needs a scoped limit above libtpu's default (40 MiB of
+/// VMEM), built for the four targets that hold it: v6e shares v5e's module.
+#[test]
+fn each_target_of_a_large_block_package_compiles_as_if_built_alone() {
+    let Some(plugin) = plugin() else { return };
+    let root = tempfile::tempdir().expect("temp dir");
+    let path = root.path().join("vmem40.pk");
+    std::fs::write(&path, VMEM_40_MIB).expect("write the kernel");
+    let targets = [
+        TpuTarget::V5e,
+        TpuTarget::V5p,
+        TpuTarget::V6e,
+        TpuTarget::Tpu7x,
+    ];
+    check_per_target_package(plugin, &path, &targets);
 }

@@ -76,7 +76,7 @@ pub fn run(a: Args) -> u8 {
         return code;
     }
     let plugin = if a.aot {
-        match Plugin::load(a.libtpu.as_deref()) {
+        match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
             Ok(p) => Some(p),
             Err(e) => {
                 print_diagnostic(&e);
@@ -172,7 +172,7 @@ fn compile_targets(
     let bar = progress(a.target.0.len() as u64, &k.dir_name);
     for &target in &a.target.0 {
         bar.set_message(format!("compiling for {target}"));
-        let compiled = build::compile_aot(plugin, k, target);
+        let compiled = build::compile_aot(plugin, k, target, ui().verbose);
         bar.inc(1);
         bar.suspend(|| match compiled {
             Ok(art) => {

@@ -1,14 +1,16 @@
 //! What `pkc run`, `pkc test` and `pkc bench` share: compiling a kernel for
-//! the CPU reference (from a `.pk` file, or from a built package directory
-//! holding `kernel.wasm` and `kernel.wasm.json`), run options, named
+//! the CPU reference (from a `.pk` file, or from a package directory built
+//! by `pkc build`, verified against its manifest first), run options, named
 //! `.npy` arguments, and printing CPU reference diagnostics.
 
 use super::common::{cpu_exit_code, report, KernelArgs, EXIT_ERRORS};
+use super::ui::print_diagnostic;
 use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, DType};
 use pk_lowering::wasm::abi::Role;
-use pk_runtime::cpu::{npy, CpuKernel, CpuManifest, DmaMode, Error, HostArray, RunOptions};
+use pk_runtime::cpu::{npy, CpuKernel, DmaMode, Error, HostArray, RunOptions};
+use pk_runtime::package::Package;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -144,27 +146,19 @@ pub fn only_kernel(file: &Path, names: &[&str]) -> Result<usize, u8> {
     }
 }
 
+/// Opens the package in `dir`, verified whole against its manifest before
+/// anything in it is used (see `Package::open`), and compiles its CPU
+/// reference. A directory without a manifest is not a package (`PK3001`).
 fn load_package(dir: &Path, fuel: bool, check_uninit: bool) -> Result<Loaded, u8> {
-    let read = |name: &str| {
-        let p = dir.join(name);
-        std::fs::read(&p).map_err(|e| {
-            report_cpu(&Error::Unreadable {
-                path: p.display().to_string(),
-                reason: e.to_string(),
-            })
-        })
-    };
-    let wasm = read(pk_runtime::package::WASM)?;
-    let json = read(pk_runtime::package::WASM_MANIFEST)?;
-    let text = String::from_utf8_lossy(&json);
-    let m =
-        CpuManifest::from_json(&text).map_err(|e| report_cpu(&Error::Manifest(e.to_string())))?;
-    if check_uninit && !m.check_uninit {
+    let (_, kernel) = Package::load_cpu(dir, fuel).map_err(|e| {
+        print_diagnostic(&e);
+        EXIT_ERRORS
+    })?;
+    if check_uninit && !kernel.manifest().check_uninit {
         eprintln!(
             "warning: this package was built without --check-uninit; run the .pk source to check"
         );
     }
-    let kernel = CpuKernel::new(&wasm, m, fuel).map_err(|e| report_cpu(&e))?;
     Ok(Loaded { kernel, ir: None })
 }
 

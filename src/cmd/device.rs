@@ -8,7 +8,7 @@
 //! opens the TPU through libtpu, compiles the module there and runs it.
 
 use super::build::print_diagnostic;
-use super::common::{pjrt_exit_code, EXIT_ERRORS, EXIT_USAGE};
+use super::common::{pjrt_exit_code, EXIT_ERRORS};
 use super::cpu::{self, report_cpu, CpuArgs, DmaArg, Operands};
 use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
@@ -117,11 +117,12 @@ impl TpuKernel {
             .report());
         }
         if file.is_dir() {
-            eprintln!(
-                "error: --device tpu runs a .pk file; `{}` is a package directory, which runs on the CPU reference (--device cpu)",
-                file.display()
-            );
-            return Err(EXIT_USAGE);
+            return Err(UsageError::NotApplicable {
+                flag: "--device tpu".into(),
+                context: format!("to the package `{}`", file.display()),
+                hint: "a package runs on the CPU reference (--device cpu); run the .pk source with --device tpu".into(),
+            }
+            .report());
         }
         let (target, built) = super::emit::build_stablehlo(file, &c.kernel)?;
         let names: Vec<&str> = built
@@ -135,7 +136,7 @@ impl TpuKernel {
         };
         Ok(TpuKernel {
             kernel: k.kernel,
-            stablehlo: k.package.stablehlo,
+            stablehlo: k.package.stablehlo().to_string(),
             target,
             sources: built.sources,
             libtpu,
@@ -158,7 +159,7 @@ impl TpuKernel {
             .map(|(o, s)| (o.name.as_str(), o.dtype, s.as_slice()))
             .collect();
         let run = || -> Result<Vec<HostArray>, PjrtError> {
-            let plugin = Plugin::load(self.libtpu.as_deref())?;
+            let plugin = Plugin::load_logged(self.libtpu.as_deref(), super::ui::ui().verbose)?;
             let client = Client::new(plugin)?;
             client.run(self.target, &self.stablehlo, &named, &outputs)
         };

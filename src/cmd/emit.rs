@@ -121,7 +121,7 @@ fn emit_stablehlo(a: &Args) -> u8 {
             let texts: Vec<(String, String)> = b
                 .kernels
                 .into_iter()
-                .map(|k| (k.kernel.name, k.package.stablehlo))
+                .map(|k| (k.kernel.name, k.package.stablehlo().to_string()))
                 .collect();
             print_modules(&texts);
             EXIT_OK

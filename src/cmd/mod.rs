@@ -16,3 +16,4 @@ pub mod run;
 pub mod test;
 pub mod ui;
 pub mod usage;
+pub mod verify;

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! .pk --check (each target)--> Tile IR --mosaic::lower--> stable Mosaic
-//!     --custom_call + VMEM limit--> StableHLO    --wasm::lower--> CPU reference
+//!     --custom_call + each target's VMEM limit--> StableHLO per target
+//!     --wasm::lower--> CPU reference
 //!     [--aot: libtpu compile per target--> executable + report]
 //! ```
 //!
@@ -22,7 +23,7 @@ use pk_lang::{Failure, Target};
 use pk_lowering::{mosaic, stablehlo, wasm};
 
 use super::error::explanation;
-use super::{AotArtifact, Manifest, NewPackage};
+use super::{AotArtifact, Manifest, NewPackage, StablehloModule};
 use crate::pjrt::{self, PjrtError, Plugin, TpuTarget};
 
 /// What to build.
@@ -151,20 +152,36 @@ fn build_kernel(
 ) -> Result<(BuiltKernel, Option<Diag>), Box<Diag>> {
     let lowered = mosaic::lower(module, k, &mosaic::Options::default())
         .map_err(|e| mosaic_diagnostic(&e, k, &module.sources))?;
-    let limit = vmem_limit(k, &opts.targets);
-    let mut call = mosaic::custom_call(k, &lowered);
-    call.vmem_limit_bytes = Some(limit);
-    let stablehlo = stablehlo::custom_call_module(&call).map_err(|e| {
-        Diag::new(
-            &codes::INTERNAL,
-            format!(
-                "internal error: cannot wrap `{}` into StableHLO: {e}",
-                k.name
-            ),
-            k.span,
-        )
-        .help("this is a bug in pk; please report it with the kernel source")
-    })?;
+    // One module per target, each with that target's scoped VMEM limit;
+    // targets with the same limit share the text (and, in the package, the
+    // file).
+    let mut modules: Vec<StablehloModule> = Vec::new();
+    for &target in &opts.targets {
+        let limit = vmem_limit(k, target);
+        let text = match modules.iter().find(|m| m.vmem_limit_bytes == limit) {
+            Some(m) => m.text.clone(),
+            None => {
+                let mut call = mosaic::custom_call(k, &lowered);
+                call.vmem_limit_bytes = Some(limit);
+                stablehlo::custom_call_module(&call).map_err(|e| {
+                    Diag::new(
+                        &codes::INTERNAL,
+                        format!(
+                            "internal error: cannot wrap `{}` into StableHLO: {e}",
+                            k.name
+                        ),
+                        k.span,
+                    )
+                    .help("this is a bug in pk; please report it with the kernel source")
+                })?
+            }
+        };
+        modules.push(StablehloModule {
+            target,
+            vmem_limit_bytes: limit,
+            text,
+        });
+    }
     let mut warning = None;
     let cpu_reference = if opts.cpu_reference {
         let wasm_opts = wasm::Options {
@@ -190,10 +207,10 @@ fn build_kernel(
     } else {
         None
     };
-    let manifest = Manifest::describe(k, source, &opts.targets, limit, lowered.version);
+    let manifest = Manifest::describe(k, source, &opts.targets, lowered.version);
     let package = NewPackage {
         manifest,
-        stablehlo,
+        modules,
         mosaic: lowered.text,
         cpu_reference,
         aot: Vec::new(),
@@ -206,33 +223,41 @@ fn build_kernel(
     Ok((built, warning))
 }
 
-/// The scoped VMEM limit passed to the TPU compiler: the kernel's own
-/// `vmem_limit`, else the smallest VMEM among `targets`.
+/// The scoped VMEM limit passed to the TPU compiler for `target`: the
+/// kernel's own `vmem_limit`, else the target's whole VMEM.
 ///
 /// libtpu's default scoped limit is a fraction of the chip's VMEM (16 MiB of
 /// v5e's 128 MiB), while pk's type checker accepts any kernel whose blocks
 /// and scratch fit the whole VMEM of every target it was checked for. So
 /// that every kernel pk accepts also compiles, pk passes that whole VMEM, as
-/// Pallas users do by hand with `vmem_limit_bytes`. One module serves all
-/// targets, hence the smallest.
-pub fn vmem_limit(kernel: &ir::Kernel, targets: &[TpuTarget]) -> u64 {
-    kernel.vmem_limit.unwrap_or_else(|| {
-        targets
-            .iter()
-            .map(|&t| lang_target(t).vmem_bytes())
-            .min()
-            .unwrap_or_else(|| Target::default().vmem_bytes())
-    })
+/// Pallas users do by hand with `vmem_limit_bytes`. Each target gets its
+/// own: the limit changes the code libtpu generates, so a target's
+/// executable is the same whichever targets were built with it.
+pub fn vmem_limit(kernel: &ir::Kernel, target: TpuTarget) -> u64 {
+    kernel
+        .vmem_limit
+        .unwrap_or_else(|| lang_target(target).vmem_bytes())
 }
 
-/// Compiles a built kernel for one target with libtpu.
+/// Compiles a built kernel for one target with libtpu (with that target's
+/// module). libtpu's own log lines are printed only when `verbose`; see
+/// [`Plugin::compile_logged`].
 pub fn compile_aot(
     plugin: &'static Plugin,
     built: &BuiltKernel,
     target: TpuTarget,
+    verbose: bool,
 ) -> Result<AotArtifact, PjrtError> {
+    let Some(stablehlo) = built.package.stablehlo_for(target) else {
+        return Err(PjrtError::Compile {
+            target: target.to_string(),
+            status: "INVALID_ARGUMENT".into(),
+            message: format!("`{}` was not built for {target}", built.kernel.name),
+            locations: Vec::new(),
+        });
+    };
     plugin
-        .compile(target, &built.package.stablehlo)
+        .compile_logged(target, stablehlo, verbose)
         .map(AotArtifact::from_compiled)
 }
 

@@ -106,12 +106,19 @@ pub enum PackageError {
         help("the manifest was edited by hand or written by another tool; rebuild the package with `pkc build`")
     )]
     Inconsistent { dir: String, message: String },
+
+    #[error("{dir} has no CPU reference: `{kernel}` was built without kernel.wasm")]
+    #[diagnostic(
+        code(PK3012),
+        help("the CPU reference cannot run this kernel (`pkc build` warned which operation); run the package on a TPU")
+    )]
+    NoCpuReference { dir: String, kernel: String },
 }
 
 /// The long form of every `PK30xx` code, for `pkc explain`.
 ///
-/// `PK3012` is a warning of `pkc build` about the package being built (see
-/// `package::build`); it has no [`PackageError`] variant.
+/// `PK3012` is also a warning of `pkc build` about the package being built
+/// (see `package::build`).
 pub const EXPLANATIONS: &[Explanation] = &[
     Explanation {
         code: "PK3001",
@@ -224,11 +231,13 @@ pub const EXPLANATIONS: &[Explanation] = &[
         code: "PK3012",
         title: "no-cpu-reference",
         what: "A warning of `pkc build`: the kernel could not be lowered to WebAssembly, so the \
-               package has no CPU reference (kernel.wasm). The TPU artifacts are complete.",
+               package has no CPU reference (kernel.wasm). The TPU artifacts are complete. \
+               `pkc run`, `pkc test` and `pkc bench` refuse such a package with the same code.",
         why: "The CPU reference implements most, not all, of the language; a kernel it cannot \
               run is still a valid TPU kernel. The warning says which operation is missing.",
         example: "warning[PK3012]: no CPU reference for `k`: ... is not supported by the CPU reference\n\
-                  The package runs on TPU; `pkc run` needs kernel.wasm.",
+                  The package runs on TPU; `pkc run` needs kernel.wasm:\n\
+                  error[PK3012]: build/k has no CPU reference: `k` was built without kernel.wasm",
     },
 ];
 

@@ -16,7 +16,7 @@ use crate::pjrt::TpuTarget;
 
 /// The package format this pk writes and reads. It changes whenever the
 /// layout or the meaning of a package changes.
-pub const FORMAT: &str = "pk-package/1";
+pub const FORMAT: &str = "pk-package/2";
 
 /// The package's description, stored as `manifest.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +34,11 @@ pub struct Manifest {
     pub grid: Vec<GridAxis>,
     /// The TPU generations the kernel was checked for.
     pub targets: Vec<String>,
+    /// The StableHLO module of each target, in the order of `targets`.
+    /// The first target's is `kernel.stablehlo.mlir`; a target whose
+    /// module differs from it (another scoped VMEM limit) has its own
+    /// `stablehlo/<target>.mlir`.
+    pub stablehlo: Vec<TargetModule>,
     /// Pk's estimate for one call, as passed to XLA.
     pub cost: Cost,
     pub vmem: Vmem,
@@ -104,11 +109,20 @@ pub struct Cost {
     pub bytes_accessed: u64,
 }
 
+/// The StableHLO module one target compiles, and the scoped VMEM limit
+/// it passes to the TPU compiler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetModule {
+    pub target: String,
+    /// The module's path in the package.
+    pub module: String,
+    /// The kernel's own `vmem_limit`, else the target's whole VMEM.
+    pub vmem_limit_bytes: u64,
+}
+
 /// VMEM use, as pk's type checker accounts it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vmem {
-    /// The scoped VMEM limit passed to the TPU compiler.
-    pub limit_bytes: u64,
     /// The kernel's own `vmem_limit`, when it declares one.
     pub kernel_limit_bytes: Option<u64>,
     /// Bytes per VMEM operand (double-buffered when blocked) and scratch
@@ -163,13 +177,12 @@ pub struct Toolchain {
 
 impl Manifest {
     /// Describes `kernel` (specialised) with everything but the file
-    /// table, the CPU reference and the AOT entries, which the writer
-    /// fills in from the files it writes.
+    /// table, the StableHLO modules, the CPU reference and the AOT
+    /// entries, which the writer fills in from the files it writes.
     pub fn describe(
         kernel: &ir::Kernel,
         source: &str,
         targets: &[TpuTarget],
-        vmem_limit_bytes: u64,
         mosaic_version: i64,
     ) -> Manifest {
         let cost = ir::cost::estimate(kernel);
@@ -206,13 +219,13 @@ impl Manifest {
                 })
                 .collect(),
             targets: targets.iter().map(|t| t.name().to_string()).collect(),
+            stablehlo: Vec::new(),
             cost: Cost {
                 flops: cost.flops,
                 transcendentals: cost.transcendentals,
                 bytes_accessed: cost.bytes_accessed,
             },
             vmem: Vmem {
-                limit_bytes: vmem_limit_bytes,
                 kernel_limit_bytes: kernel.vmem_limit,
                 total_bytes: buffers.iter().map(|b| b.bytes).sum(),
                 buffers,
@@ -234,6 +247,11 @@ impl Manifest {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
         text
+    }
+
+    /// The StableHLO module entry of `target`, if the package is for it.
+    pub fn module_entry(&self, target: TpuTarget) -> Option<&TargetModule> {
+        self.stablehlo.iter().find(|m| m.target == target.name())
     }
 
     /// The AOT entry of `target`, if compiled.
@@ -279,9 +297,16 @@ impl Manifest {
         for t in &self.targets {
             known_target(t)?;
         }
+        self.check_modules()?;
         let mut seen = Vec::new();
         for a in &self.aot {
             known_target(&a.target)?;
+            if !self.targets.contains(&a.target) {
+                return Err(format!(
+                    "target {} is compiled but not among the targets",
+                    a.target
+                ));
+            }
             if seen.contains(&a.target) {
                 return Err(format!("target {} is compiled twice", a.target));
             }
@@ -322,6 +347,49 @@ impl Manifest {
         }
         Ok(())
     }
+}
+
+impl Manifest {
+    /// The module table names one module per target, in the order of
+    /// `targets`, each listed in `files`; the first target's is
+    /// `kernel.stablehlo.mlir`.
+    fn check_modules(&self) -> Result<(), String> {
+        let Some(first) = self.targets.first() else {
+            return Err("the package is for no target".to_string());
+        };
+        let order: Vec<&String> = self.stablehlo.iter().map(|m| &m.target).collect();
+        if order != self.targets.iter().collect::<Vec<_>>() {
+            return Err(format!(
+                "the StableHLO modules are for [{}], the targets are [{}]",
+                join(&order),
+                join(&self.targets.iter().collect::<Vec<_>>())
+            ));
+        }
+        for m in &self.stablehlo {
+            if !self.files.contains_key(&m.module) {
+                return Err(format!(
+                    "the StableHLO module `{}` of {} is not in the file table",
+                    m.module, m.target
+                ));
+            }
+            if m.target == *first && m.module != super::STABLEHLO {
+                return Err(format!(
+                    "the first target's module is `{}`, not `{}`",
+                    m.module,
+                    super::STABLEHLO
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn join(names: &[&String]) -> String {
+    names
+        .iter()
+        .map(|n| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The memory-space names of `ir::Space::name`.

@@ -3,9 +3,11 @@
 //!
 //! ```text
 //! add/
-//!   manifest.json           format, kernel, parameters, operands, grid, targets,
-//!                           cost, VMEM, toolchain versions, SHA-256 of every file below
-//!   kernel.stablehlo.mlir   the tpu_custom_call module PJRT / JAX load
+//!   manifest.json           format, kernel, parameters, operands, grid, targets, the
+//!                           module of each target, cost, VMEM, toolchain versions,
+//!                           SHA-256 of every file below
+//!   kernel.stablehlo.mlir   the tpu_custom_call module PJRT / JAX load (the first target's)
+//!   stablehlo/v5p.mlir      the module of a target whose scoped VMEM limit differs
 //!   kernel.mosaic.mlir      its body, stable Mosaic (serialization version 11)
 //!   kernel.wasm             the CPU reference, when the Wasm back end supports the kernel
 //!   kernel.wasm.json        the reference's side tables (memory layout, .pk locations)
@@ -15,7 +17,10 @@
 //!
 //! [`NewPackage::write`] writes a package atomically (see `write.rs`);
 //! [`Package::open`] reads one back and verifies it whole: the format
-//! version, the manifest's consistency, the set of files, and every hash.
+//! version, the manifest's consistency, the set of files, every hash, and
+//! that the files describe the manifest's kernel (see `verify.rs`).
+//! [`Package::load_cpu`] opens a package and compiles its CPU reference, as
+//! `pkc run DIR` does.
 //! A package that opens is exactly the one that was written, held in
 //! memory, so nothing is read again after it was verified.
 
@@ -23,14 +28,17 @@ mod aot;
 pub mod build;
 mod error;
 mod manifest;
+mod verify;
 mod write;
 
 pub use aot::{AotArtifact, AotReport};
 pub use error::{PackageError, EXPLANATIONS};
 pub use manifest::{
     AotEntry, Cost, CpuReference, FileEntry, GridAxis, Manifest, Operand, OperandRole, Param,
-    ParamValueEntry, Toolchain, Vmem, VmemBuffer, FORMAT,
+    ParamValueEntry, TargetModule, Toolchain, Vmem, VmemBuffer, FORMAT,
 };
+pub use verify::LoadError;
+pub use write::stablehlo_path;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -44,7 +52,7 @@ use pk_lowering::wasm::abi::CpuManifest;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "manifest.json";
-/// The StableHLO module's file name.
+/// The file name of the first target's StableHLO module.
 pub const STABLEHLO: &str = "kernel.stablehlo.mlir";
 /// The stable Mosaic module's file name.
 pub const MOSAIC: &str = "kernel.mosaic.mlir";
@@ -65,15 +73,42 @@ const MAX_ENTRIES: usize = 4096;
 /// and the contents of every file.
 #[derive(Debug, Clone)]
 pub struct NewPackage {
-    /// The description ([`Manifest::describe`]); its file table, CPU
-    /// reference, AOT entries and libtpu version are filled in on writing.
+    /// The description ([`Manifest::describe`]); its file table, module
+    /// table, CPU reference, AOT entries and libtpu version are filled in
+    /// on writing.
     pub manifest: Manifest,
-    pub stablehlo: String,
+    /// The StableHLO module of each target, in the order of the
+    /// manifest's `targets`.
+    pub modules: Vec<StablehloModule>,
     pub mosaic: String,
     /// The `.wasm` module and its side tables.
     pub cpu_reference: Option<(Vec<u8>, CpuManifest)>,
     /// One entry per target compiled ahead of time.
     pub aot: Vec<AotArtifact>,
+}
+
+/// The StableHLO module of one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StablehloModule {
+    pub target: TpuTarget,
+    /// The scoped VMEM limit the module passes to the TPU compiler.
+    pub vmem_limit_bytes: u64,
+    pub text: String,
+}
+
+impl NewPackage {
+    /// The first target's module (`kernel.stablehlo.mlir`).
+    pub fn stablehlo(&self) -> &str {
+        self.modules.first().map_or("", |m| m.text.as_str())
+    }
+
+    /// The module `target` compiles, if the package is for it.
+    pub fn stablehlo_for(&self, target: TpuTarget) -> Option<&str> {
+        self.modules
+            .iter()
+            .find(|m| m.target == target)
+            .map(|m| m.text.as_str())
+    }
 }
 
 /// A verified package, held in memory.
@@ -181,12 +216,14 @@ impl Package {
                     file: name.to_string(),
                 })
         };
-        for name in [STABLEHLO, MOSAIC] {
+        let inconsistent = |message: String| PackageError::Inconsistent {
+            dir: shown.clone(),
+            message,
+        };
+        let texts = manifest.stablehlo.iter().map(|m| m.module.as_str());
+        for name in texts.chain([MOSAIC]) {
             if std::str::from_utf8(get(name)?).is_err() {
-                return Err(PackageError::Inconsistent {
-                    dir: shown.clone(),
-                    message: format!("`{name}` is not UTF-8 text"),
-                });
+                return Err(inconsistent(format!("`{name}` is not UTF-8 text")));
             }
         }
         let json_err = |name: &str, e: serde_json::Error| PackageError::InvalidManifest {
@@ -194,10 +231,12 @@ impl Package {
             message: e.to_string(),
         };
         let cpu = match &manifest.cpu_reference {
-            Some(r) => Some(
-                serde_json::from_slice::<CpuManifest>(get(&r.manifest)?)
-                    .map_err(|e| json_err(&r.manifest, e))?,
-            ),
+            Some(r) => {
+                let cpu = serde_json::from_slice::<CpuManifest>(get(&r.manifest)?)
+                    .map_err(|e| json_err(&r.manifest, e))?;
+                verify::check_cpu(&manifest, &cpu).map_err(inconsistent)?;
+                Some(cpu)
+            }
             None => None,
         };
         let mut reports = Vec::new();
@@ -206,6 +245,8 @@ impl Package {
                 serde_json::from_slice(get(&a.report)?).map_err(|e| json_err(&a.report, e))?;
             // `Manifest::check` accepted the name, so it parses.
             if let Ok(t) = a.target.parse::<TpuTarget>() {
+                let bytes = get(&a.executable)?.len() as u64;
+                verify::check_report(&manifest, t, &report, bytes).map_err(inconsistent)?;
                 reports.push((t, report));
             }
         }
@@ -227,9 +268,16 @@ impl Package {
         &self.manifest
     }
 
-    /// The StableHLO module text (`kernel.stablehlo.mlir`).
+    /// The first target's StableHLO module text (`kernel.stablehlo.mlir`).
     pub fn stablehlo(&self) -> &str {
         self.text(STABLEHLO)
+    }
+
+    /// The StableHLO module text `target` compiles, if the package is for
+    /// it (see [`Manifest::stablehlo`]).
+    pub fn stablehlo_for(&self, target: TpuTarget) -> Option<&str> {
+        let entry = self.manifest.module_entry(target)?;
+        Some(self.text(&entry.module))
     }
 
     /// The stable Mosaic module text (`kernel.mosaic.mlir`).

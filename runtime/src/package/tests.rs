@@ -122,7 +122,7 @@ fn a_successful_replace_removes_the_old_files() {
     let written = new.write(&dest).expect("replace the old package");
     let opened = Package::open(&dest).expect("the new package opens");
     assert_eq!(opened.manifest(), written.manifest());
-    assert_eq!(opened.stablehlo(), new.stablehlo);
+    assert_eq!(opened.stablehlo(), new.stablehlo());
     assert!(opened.cpu_reference().is_some());
     assert_eq!(leftovers(root.path(), "add"), Vec::<String>::new());
 }

@@ -27,8 +27,14 @@ use std::path::{Path, PathBuf};
 
 use super::{
     sha256_hex, AotArtifact, AotEntry, CpuReference, FileEntry, Manifest, NewPackage, Package,
-    PackageError, MANIFEST, MOSAIC, STABLEHLO, WASM, WASM_MANIFEST,
+    PackageError, TargetModule, MANIFEST, MOSAIC, STABLEHLO, WASM, WASM_MANIFEST,
 };
+use crate::pjrt::TpuTarget;
+
+/// The path of a target's own StableHLO module inside a package.
+pub fn stablehlo_path(target: TpuTarget) -> String {
+    format!("stablehlo/{}.mlir", target.name())
+}
 
 /// Points in a write at which tests make it fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +63,26 @@ impl NewPackage {
     pub fn seal(&self) -> Result<(Manifest, BTreeMap<String, Vec<u8>>), PackageError> {
         let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let mut manifest = self.manifest.clone();
-        files.insert(STABLEHLO.to_string(), self.stablehlo.clone().into_bytes());
         files.insert(MOSAIC.to_string(), self.mosaic.clone().into_bytes());
+        // The first target's module is `kernel.stablehlo.mlir`; a target
+        // whose module differs (another scoped VMEM limit) gets its own
+        // file, so that one target's executable never depends on which
+        // other targets were built with it.
+        manifest.stablehlo = Vec::new();
+        let first = self.stablehlo();
+        for (i, m) in self.modules.iter().enumerate() {
+            let file = if i == 0 || m.text == first {
+                STABLEHLO.to_string()
+            } else {
+                stablehlo_path(m.target)
+            };
+            files.insert(file.clone(), m.text.clone().into_bytes());
+            manifest.stablehlo.push(TargetModule {
+                target: m.target.name().to_string(),
+                module: file,
+                vmem_limit_bytes: m.vmem_limit_bytes,
+            });
+        }
         manifest.cpu_reference = None;
         if let Some((wasm, cpu)) = &self.cpu_reference {
             files.insert(WASM.to_string(), wasm.clone());

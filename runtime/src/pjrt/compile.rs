@@ -11,6 +11,7 @@ use prost::Message as _;
 
 use super::abi;
 use super::error::{source_locations, PjrtError};
+use super::log::{capture_stderr, print_log};
 use super::plugin::{api_fn, named_value, numeric_value, raw_slice, raw_string, Plugin, RawError};
 use super::target::TpuTarget;
 
@@ -96,13 +97,31 @@ impl Plugin {
         })
     }
 
-    /// Compiles `stablehlo` (an MLIR text module) for `target`.
+    /// Compiles `stablehlo` (an MLIR text module) for `target`. What
+    /// libtpu writes to standard error meanwhile is dropped, unless the
+    /// compile fails; see [`Plugin::compile_logged`].
     pub fn compile(
         &'static self,
         target: TpuTarget,
         stablehlo: &str,
     ) -> Result<CompiledKernel, PjrtError> {
-        self.topology(target)?.compile(stablehlo)
+        self.compile_logged(target, stablehlo, false)
+    }
+
+    /// [`Plugin::compile`], printing what libtpu writes to standard error
+    /// while creating the topology and compiling when `verbose`. When the
+    /// compile fails, that text is part of the error's message either way.
+    pub fn compile_logged(
+        &'static self,
+        target: TpuTarget,
+        stablehlo: &str,
+        verbose: bool,
+    ) -> Result<CompiledKernel, PjrtError> {
+        let (result, log) = capture_stderr(|| self.topology(target)?.compile(stablehlo));
+        if verbose {
+            print_log(&log);
+        }
+        result.map_err(|e| e.with_log(&log))
     }
 }
 

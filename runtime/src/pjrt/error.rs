@@ -268,6 +268,54 @@ pub const EXPLANATIONS: &[Explanation] = &[
     },
 ];
 
+impl PjrtError {
+    /// The error with libtpu's captured standard error (see `log`) added to
+    /// its message, for the errors whose message comes from libtpu.
+    pub(crate) fn with_log(self, log: &str) -> PjrtError {
+        use super::log::with_log;
+        match self {
+            PjrtError::LibtpuLoad { path, reason } => PjrtError::LibtpuLoad {
+                path,
+                reason: with_log(reason, log),
+            },
+            PjrtError::PluginInit { path, message } => PjrtError::PluginInit {
+                path,
+                message: with_log(message, log),
+            },
+            PjrtError::Topology {
+                target,
+                topology,
+                message,
+            } => PjrtError::Topology {
+                target,
+                topology,
+                message: with_log(message, log),
+            },
+            PjrtError::Compile {
+                target,
+                status,
+                message,
+                locations,
+            } => PjrtError::Compile {
+                target,
+                status,
+                message: with_log(message, log),
+                locations,
+            },
+            PjrtError::Executable {
+                target,
+                operation,
+                message,
+            } => PjrtError::Executable {
+                target,
+                operation,
+                message: with_log(message, log),
+            },
+            other => other,
+        }
+    }
+}
+
 /// Finds the source locations that MLIR printed into a compiler message, in
 /// order of first appearance and without repeats.
 ///

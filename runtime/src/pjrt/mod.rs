@@ -31,6 +31,7 @@ mod client;
 mod compile;
 mod error;
 mod execute;
+mod log;
 mod plugin;
 mod target;
 

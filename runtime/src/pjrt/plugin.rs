@@ -14,6 +14,7 @@ use pjrt_sys::{PJRT_Api, PJRT_Error};
 
 use super::abi;
 use super::error::{LibtpuOrigin, PjrtError};
+use super::log::{capture_stderr, print_log};
 
 /// Looks a function up in a [`Plugin`]'s table by its `PJRT_Api` field name,
 /// checking that the plugin's table is long enough to have it.
@@ -139,7 +140,20 @@ impl Plugin {
     /// A failed initialisation is remembered: libtpu cannot be initialised
     /// twice in a process, so retrying could not succeed. A file that the
     /// loader refuses leaves no trace, so another path may be tried after it.
+    ///
+    /// libtpu's start-up log (see `log`) is captured and dropped; use
+    /// [`Plugin::load_logged`] to see it.
     pub fn load(explicit: Option<&Path>) -> Result<&'static Plugin, PjrtError> {
+        Plugin::load_logged(explicit, false)
+    }
+
+    /// [`Plugin::load`], printing what libtpu writes to standard error while
+    /// it starts when `verbose`. When loading fails, that text is part of
+    /// the error's message either way.
+    pub fn load_logged(
+        explicit: Option<&Path>,
+        verbose: bool,
+    ) -> Result<&'static Plugin, PjrtError> {
         let path = locate_libtpu(explicit)?;
         // A panic while holding the lock cannot leave the slot half-written,
         // so a poisoned lock is still usable.
@@ -147,7 +161,13 @@ impl Plugin {
         let result = match &*slot {
             Some(done) => done.clone(),
             None => {
-                let opened = Plugin::open(&path).map(|p| &*Box::leak(Box::new(p)));
+                let (opened, log) = capture_stderr(|| Plugin::open(&path));
+                if verbose {
+                    print_log(&log);
+                }
+                let opened = opened
+                    .map(|p| &*Box::leak(Box::new(p)))
+                    .map_err(|e| e.with_log(&log));
                 if !matches!(opened, Err(PjrtError::LibtpuLoad { .. })) {
                     *slot = Some(opened.clone());
                 }
