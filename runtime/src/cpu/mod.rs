@@ -34,8 +34,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
-use wasmtime::{Config, Engine, Linker, Module, OptLevel};
+use std::time::{Duration, Instant};
+use wasmtime::{Config, Engine, Linker, Module, OptLevel, UpdateDeadline};
 
 /// Checks an array read from `path` against an operand (its name, dtype
 /// and shape) and converts it to the operand's memory form: the dtype
@@ -155,6 +155,7 @@ impl Grab {
 /// The units a worker ran, or the first unit that failed and why.
 type WorkerResult = Result<Vec<(u64, Visits)>, (u64, Box<Error>)>;
 
+/// How often the ticker advances the epoch once the deadline has passed.
 const TICK: Duration = Duration::from_millis(10);
 
 impl CpuKernel {
@@ -386,9 +387,14 @@ impl CpuKernel {
     ) -> Result<Vec<(u64, Visits)>, Error> {
         let sched = Schedule::new(self);
         let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
-        // The ticker advances the epoch every TICK until the workers are
-        // done; dropping `stop` wakes it at once, so a short run does not
-        // wait out a tick.
+        // The deadline is a point on the monotonic clock, fixed before any
+        // worker starts: a run stops at the limit however late the ticker
+        // thread is scheduled while the workers load every CPU.
+        let deadline = opts.timeout.and_then(|t| Instant::now().checked_add(t));
+        // The ticker sleeps until the deadline, then advances the epoch
+        // every TICK until the workers are done (a worker that sets its
+        // deadline just after one tick sees the next). Dropping `stop`
+        // wakes it at once, so a short run does not wait out a tick.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let grab = Grab {
             next: AtomicU64::new(0),
@@ -397,11 +403,17 @@ impl CpuKernel {
             failed: AtomicBool::new(false),
         };
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
-            if opts.timeout.is_some() {
+            if let Some(deadline) = deadline {
                 let engine = &self.engine;
-                s.spawn(move || {
-                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
-                        engine.increment_epoch();
+                s.spawn(move || loop {
+                    let wait = deadline.saturating_duration_since(Instant::now()).max(TICK);
+                    match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            if Instant::now() >= deadline {
+                                engine.increment_epoch();
+                            }
+                        }
+                        _ => break,
                     }
                 });
             }
@@ -415,7 +427,7 @@ impl CpuKernel {
                             pin_to(c);
                         }
                         buffers.populate(t as usize, threads as usize);
-                        let r = self.worker(buffers, sched, grab, opts);
+                        let r = self.worker(buffers, sched, grab, opts, deadline);
                         if r.is_err() {
                             grab.failed.store(true, Ordering::Relaxed);
                         }
@@ -461,6 +473,7 @@ impl CpuKernel {
         sched: &Schedule,
         grab: &Grab,
         opts: &RunOptions,
+        deadline: Option<Instant>,
     ) -> WorkerResult {
         let fail = |e| (0, Box::new(e));
         // Instances are kept between runs: their memory is already mapped
@@ -489,12 +502,20 @@ impl CpuKernel {
             h.inflight.clear();
             h.error = None;
         }
-        if let Some(t) = opts.timeout {
-            let ticks = (t.as_millis() / TICK.as_millis()).max(1) as u64;
-            inst.store.set_epoch_deadline(ticks);
-            inst.store.epoch_deadline_trap();
-        } else {
-            inst.store.set_epoch_deadline(u64::MAX / 2);
+        match deadline {
+            // Any epoch change (this run's ticker, or another run's on the
+            // same engine) asks the clock; only the deadline stops the run.
+            Some(deadline) => {
+                inst.store.set_epoch_deadline(1);
+                inst.store.epoch_deadline_callback(move |_| {
+                    Ok(if Instant::now() >= deadline {
+                        UpdateDeadline::Interrupt
+                    } else {
+                        UpdateDeadline::Continue(1)
+                    })
+                });
+            }
+            None => inst.store.set_epoch_deadline(u64::MAX / 2),
         }
         if self.fuel {
             let f = opts.fuel.unwrap_or(u64::MAX / 2);
