@@ -272,6 +272,14 @@ impl<'a> Runner<'a> {
             if let Some(block) = self.in_array(i, &start) {
                 let r = self.ops[i].info.ref_index;
                 self.inst.store.data_mut().mxu.read_from_array(r, block);
+                // The block is whole array data, as if it had been copied
+                // in: with `check_uninit` its shadow says every element was
+                // written, so the loads that feed the MXU pass the check.
+                // (Partial blocks take the copy below, padding unmarked.)
+                if let Some(sh) = self.ops[i].shadow {
+                    let n = self.ops[i].buf_shape.iter().product::<u64>() as usize;
+                    self.mem()[sh..sh + n].fill(1);
+                }
                 return Ok(());
             }
         }
