@@ -16,6 +16,7 @@ mod dma;
 mod error;
 mod eup;
 mod grid;
+mod host_mem;
 mod instance;
 mod mxu;
 pub mod npy;
@@ -23,6 +24,7 @@ mod window;
 
 pub use array::{bf16_from_f32, bf16_to_f32, fill_poison, HostArray};
 pub use error::{Error, EXPLANATIONS};
+pub use host_mem::{available as available_host_memory, human as human_bytes, Need};
 pub use pk_lowering::wasm::abi::CpuManifest;
 
 use buffers::{Buf, Buffers};
@@ -85,6 +87,32 @@ pub enum DmaMode {
     AtStart,
     /// At `dma_wait` (the destination reads as poison until then).
     AtWait,
+}
+
+/// The bytes a run moved between the host arrays ("HBM") and the
+/// instances' memories, counted as the copies happen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Input blocks (and whole-array VMEM inputs) brought in, padding not
+    /// included; a full block the MXU reads in place counts too. A block
+    /// kept from the previous step is not moved again.
+    pub blocks_in: u64,
+    /// Output blocks (and whole-array VMEM outputs) written back.
+    pub blocks_out: u64,
+    /// Bytes of the DMA copies the kernel started.
+    pub dma: u64,
+}
+
+impl Traffic {
+    pub fn total(&self) -> u64 {
+        self.blocks_in + self.blocks_out + self.dma
+    }
+
+    fn add(&mut self, o: &Traffic) {
+        self.blocks_in += o.blocks_in;
+        self.blocks_out += o.blocks_out;
+        self.dma += o.dma;
+    }
 }
 
 /// Options of one run.
@@ -152,8 +180,9 @@ impl Grab {
     }
 }
 
-/// The units a worker ran, or the first unit that failed and why.
-type WorkerResult = Result<Vec<(u64, Visits)>, (u64, Box<Error>)>;
+/// The units a worker ran and the bytes it moved, or the first unit that
+/// failed and why.
+type WorkerResult = Result<(Vec<(u64, Visits)>, Traffic), (u64, Box<Error>)>;
 
 /// How often the ticker advances the epoch once the deadline has passed.
 const TICK: Duration = Duration::from_millis(10);
@@ -189,6 +218,39 @@ impl CpuKernel {
                 .any(|o| o.ref_index >= manifest.refs.len())
         {
             return Err(Error::Manifest("inconsistent grid or operand table".into()));
+        }
+        // Every later size computation may rely on an operand's byte count
+        // fitting in a u64.
+        for (o, d) in manifest.operands.iter().zip(&dtypes) {
+            if host_mem::array_bytes(d.bytes(), &o.shape).is_none() {
+                return Err(host_mem::overflow(&o.name, &o.dtype, &o.shape));
+            }
+        }
+        // Grid indices reach the module as i32, and the run counts its
+        // steps in a u64.
+        if let Some(a) = manifest.grid.iter().find(|a| a.extent > i32::MAX as u64) {
+            return Err(Error::Unsupported {
+                message: format!(
+                    "grid axis `{}` has {} steps; the CPU reference indexes a grid axis with an i32 (at most {})",
+                    a.name,
+                    a.extent,
+                    i32::MAX
+                ),
+                src: None,
+                span: None,
+            });
+        }
+        if manifest
+            .grid
+            .iter()
+            .try_fold(1u64, |n, a| n.checked_mul(a.extent))
+            .is_none()
+        {
+            return Err(Error::Unsupported {
+                message: "the grid has more steps than a 64-bit count holds".into(),
+                src: None,
+                span: None,
+            });
         }
         let mut c = Config::new();
         c.cranelift_opt_level(OptLevel::Speed);
@@ -270,6 +332,15 @@ impl CpuKernel {
         inputs: &[Arc<HostArray>],
         opts: &RunOptions,
     ) -> Result<Vec<HostArray>, Error> {
+        self.run_measured(inputs, opts).map(|(out, _)| out)
+    }
+
+    /// [`Self::run_shared`], also returning the bytes the run moved.
+    pub fn run_measured(
+        &self,
+        inputs: &[Arc<HostArray>],
+        opts: &RunOptions,
+    ) -> Result<(Vec<HostArray>, Traffic), Error> {
         let m = &self.m;
         let ins: Vec<usize> = self.inputs().map(|(i, _)| i).collect();
         if inputs.len() < ins.len() {
@@ -287,21 +358,11 @@ impl CpuKernel {
                 ins.len()
             )));
         }
-        // Inputs the kernel writes (aliased by an output, or a DMA
-        // destination) get a private copy; the others are read in place.
-        let mut written = vec![false; m.operands.len()];
-        for o in &m.operands {
-            if let Some(j) = o.aliases {
-                if let Some(w) = written.get_mut(j) {
-                    *w = true;
-                }
-            }
-        }
-        for d in &m.dmas {
-            if let abi::RefOrigin::Operand(i) = m.refs[d.dst.ref_index].origin {
-                written[i] = true;
-            }
-        }
+        // The inputs are in memory already; what the run allocates next
+        // (outputs, private copies, instances) must fit beside them.
+        let need = self.host_need(opts.threads)?;
+        self.check_need(&need, need.to_allocate(), host_mem::available())?;
+        let written = self.written_inputs();
         let mut bufs = Vec::new();
         let mut fresh = Vec::new();
         let mut of_operand = vec![0; m.operands.len()];
@@ -329,8 +390,14 @@ impl CpuKernel {
             } else if let Some(j) = o.aliases {
                 of_operand[i] = of_operand.get(j).copied().unwrap_or(0);
             } else {
-                let n: usize = o.shape.iter().product::<u64>() as usize;
-                let mut data = array::zeroed(n * self.dtypes[i].bytes() as usize);
+                let bytes =
+                    usize::try_from(self.operand_bytes(i)?).map_err(|_| Error::HostMemory {
+                        message: format!(
+                            "output `{}` does not fit in this host's address space",
+                            o.name
+                        ),
+                    })?;
+                let mut data = array::zeroed(bytes);
                 // Blocked outputs are poisoned after the run where no block
                 // was written (usually nowhere, which saves a pass over the
                 // array); others here.
@@ -349,7 +416,7 @@ impl CpuKernel {
             of_operand,
             fresh,
         });
-        let units = self.execute(&buffers, opts)?;
+        let (units, traffic) = self.execute(&buffers, opts)?;
         grid::check_races(self, &units)?;
         grid::poison_unwritten(self, &buffers, &units)?;
         // The workers are done: take the output buffers without copying.
@@ -376,7 +443,42 @@ impl CpuKernel {
             let shape = o.shape.iter().map(|&d| d as usize).collect();
             out.push(HostArray::new(self.dtypes[i], shape, data));
         }
-        Ok(out)
+        Ok((out, traffic))
+    }
+
+    /// Which operands are inputs the kernel writes (aliased by an output,
+    /// or a DMA destination): they get a private copy, the others are
+    /// read in place.
+    pub(crate) fn written_inputs(&self) -> Vec<bool> {
+        let m = &self.m;
+        let mut written = vec![false; m.operands.len()];
+        for o in &m.operands {
+            if let Some(j) = o.aliases {
+                if let Some(w) = written.get_mut(j) {
+                    *w = true;
+                }
+            }
+        }
+        for d in &m.dmas {
+            if let Some(abi::RefOrigin::Operand(i)) = m.refs.get(d.dst.ref_index).map(|r| r.origin)
+            {
+                if let Some(w) = written.get_mut(i) {
+                    *w = true;
+                }
+            }
+        }
+        written
+    }
+
+    /// The units of the grid (one per index of its leading parallel
+    /// axes); [`CpuKernel::new`] made sure the product fits.
+    pub(crate) fn units(&self) -> u64 {
+        self.m
+            .grid
+            .iter()
+            .take_while(|a| a.semantics == abi::Semantics::Parallel)
+            .map(|a| a.extent)
+            .product()
     }
 
     /// Runs every unit of the grid on up to `opts.threads` workers.
@@ -384,7 +486,7 @@ impl CpuKernel {
         &self,
         buffers: &Arc<Buffers>,
         opts: &RunOptions,
-    ) -> Result<Vec<(u64, Visits)>, Error> {
+    ) -> Result<(Vec<(u64, Visits)>, Traffic), Error> {
         let sched = Schedule::new(self);
         let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
         // The deadline is a point on the monotonic clock, fixed before any
@@ -450,10 +552,14 @@ impl CpuKernel {
             r
         });
         let mut units = Vec::new();
+        let mut traffic = Traffic::default();
         let mut first: Option<(u64, Box<Error>)> = None;
         for r in results {
             match r {
-                Ok(v) => units.extend(v),
+                Ok((v, t)) => {
+                    units.extend(v);
+                    traffic.add(&t);
+                }
                 Err((u, e)) => {
                     if first.as_ref().is_none_or(|(fu, _)| u < *fu) {
                         first = Some((u, e));
@@ -463,7 +569,7 @@ impl CpuKernel {
         }
         match first {
             Some((_, e)) => Err(*e),
-            None => Ok(units),
+            None => Ok((units, traffic)),
         }
     }
 
@@ -491,6 +597,7 @@ impl CpuKernel {
                     step: Vec::new(),
                     error: None,
                     mxu: mxu::Scratch::new(self.m.refs.len()),
+                    traffic: Traffic::default(),
                 };
                 Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
             }
@@ -501,6 +608,7 @@ impl CpuKernel {
             h.dma_mode = opts.dma;
             h.inflight.clear();
             h.error = None;
+            h.traffic = Traffic::default();
         }
         match deadline {
             // Any epoch change (this run's ticker, or another run's on the
@@ -533,6 +641,7 @@ impl CpuKernel {
             }
         }
         let mut inst = runner.into_instance();
+        let traffic = std::mem::take(&mut inst.store.data_mut().traffic);
         inst.store.data_mut().buffers = Arc::new(Buffers {
             bufs: Vec::new(),
             of_operand: Vec::new(),
@@ -541,7 +650,7 @@ impl CpuKernel {
         if let Ok(mut p) = self.pool.lock() {
             p.push(inst);
         }
-        Ok(out)
+        Ok((out, traffic))
     }
 }
 
