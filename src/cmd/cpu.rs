@@ -143,9 +143,20 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 /// Compiles the kernel of `file` (or loads the package directory `file`).
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     let fuel = a.fuel.is_some();
-    if file.is_dir() {
-        return load_package(file, fuel, a.check_uninit);
-    }
+    let loaded = if file.is_dir() {
+        load_package(file, fuel, a.check_uninit)?
+    } else {
+        compile(file, a, fuel)?
+    };
+    // Before any input file is read: the sizes follow from the operands.
+    loaded
+        .kernel
+        .check_host_memory(run_options(a).threads)
+        .map_err(|e| report_cpu(&e))?;
+    Ok(loaded)
+}
+
+fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
     let module = pk_lang::compile_file(file, &a.kernel.options(true))
         .map_err(|f| report(&f).max(EXIT_ERRORS))?;
     let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
