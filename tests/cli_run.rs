@@ -209,6 +209,9 @@ fn host_memory_is_checked_before_inputs_are_read() {
         assert!(!t.contains("PK1001"), "{cmd}: {t}");
         assert!(took < Duration::from_secs(10), "{cmd}: {took:?}");
     }
+    let o = pkc(&["explain", "PK1024"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(text(&o).contains("host-memory-exceeded"), "{}", text(&o));
 }
 
 /// M = 2^62 makes `x` 2^74 bytes: a coded error (not a panic or PK1099)
