@@ -1,14 +1,18 @@
-//! `pkc bench FILE [-p NAME=VALUE]... [--iters N]`: times a kernel on the
-//! CPU reference with random inputs of its declared shapes and dtypes. The
-//! kernel is compiled once; each timed call is one full run (block copies,
-//! grid, write-back), and the median is reported with the throughput the
-//! IR's cost model gives (flops and HBM bytes of one call).
+//! `pkc bench FILE [-p NAME=VALUE]... [--in NAME=PATH]... [--iters N]`:
+//! times a kernel on the CPU reference. Inputs given with `--in` are read
+//! (and checked) from `.npy` files, so that a kernel driven by scalar
+//! prefetch (a page table, group sizes) does its real work; the others are
+//! random arrays of their declared shapes and dtypes. The kernel is
+//! compiled once; each timed call is one full run (block copies, grid,
+//! write-back), and the median is reported with the flops of the IR's cost
+//! model and the bytes the executor counted moving during the run (block
+//! copies in and out, DMA copies).
 
-use super::common::EXIT_OK;
-use super::cpu::{self, outln, report_cpu, CpuArgs};
+use super::common::{reject_repeats, EXIT_OK};
+use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use clap::Args as ClapArgs;
 use pk_lang::ir::DType;
-use pk_runtime::cpu::{CpuKernel, HostArray};
+use pk_runtime::cpu::{CpuKernel, Error, HostArray, Traffic};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,6 +28,10 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// An input array from a file: `--in ids=ids.npy`. Any subset of the
+    /// inputs; the others are random (scalar-prefetch operands: zeros).
+    #[arg(long = "in", value_name = "NAME=PATH", value_parser = parse_named)]
+    pub inputs: Vec<(String, PathBuf)>,
     #[command(flatten)]
     pub cpu: CpuArgs,
 }
@@ -45,52 +53,89 @@ impl Rng {
     }
 }
 
-/// Random inputs: floats uniform in [-1, 1), integers in [-8, 8), bools
-/// random. Scalar-prefetch operands are zeros, so that index maps reading
-/// them pick valid blocks.
-fn random_inputs(k: &CpuKernel) -> Vec<HostArray> {
+/// A random array for input `i`: floats uniform in [-1, 1), integers in
+/// [-8, 8), bools random. Scalar-prefetch operands are zeros, so that index
+/// maps reading them pick valid blocks.
+fn random_input(k: &CpuKernel, i: usize, rng: &mut Rng) -> HostArray {
+    let o = &k.manifest().operands[i];
+    let shape: Vec<usize> = o.shape.iter().map(|&d| d as usize).collect();
+    let n: usize = shape.iter().product();
+    let d = k.dtype(i);
+    if o.role == pk_lowering::wasm::abi::Role::Prefetch {
+        return HostArray::zeros(d, &shape);
+    }
+    match d {
+        DType::F32 => HostArray::from_f32(&shape, &(0..n).map(|_| rng.unit()).collect::<Vec<_>>()),
+        DType::BF16 => {
+            HostArray::bf16_from_f32(&shape, &(0..n).map(|_| rng.unit()).collect::<Vec<_>>())
+        }
+        _ => HostArray::from_ints(
+            d,
+            &shape,
+            &(0..n)
+                .map(|_| (rng.next() % 16) as i64 - 8)
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// The inputs of a run, in input order: each one named by `--in` read from
+/// its file and checked against its operand, the others random. Returns
+/// the names read from files.
+fn inputs(
+    k: &CpuKernel,
+    given: &[(String, PathBuf)],
+) -> Result<(Vec<HostArray>, Vec<String>), Error> {
+    for (name, _) in given {
+        if !k.inputs().any(|(_, o)| &o.name == name) {
+            let known: Vec<&str> = k.inputs().map(|(_, o)| o.name.as_str()).collect();
+            return Err(Error::UnknownOperand {
+                kernel: k.manifest().kernel.clone(),
+                role: "input".into(),
+                name: name.clone(),
+                known: known.join(", "),
+            });
+        }
+    }
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    k.inputs()
-        .map(|(i, o)| {
-            let shape: Vec<usize> = o.shape.iter().map(|&d| d as usize).collect();
-            let n: usize = shape.iter().product();
-            let d = k.dtype(i);
-            if o.role == pk_lowering::wasm::abi::Role::Prefetch {
-                return HostArray::zeros(d, &shape);
+    let mut arrays = Vec::new();
+    let mut from_files = Vec::new();
+    for (i, o) in k.inputs() {
+        match given.iter().find(|(n, _)| *n == o.name) {
+            Some((_, path)) => {
+                arrays.push(k.read_input(i, path)?);
+                from_files.push(o.name.clone());
             }
-            match d {
-                DType::F32 => {
-                    HostArray::from_f32(&shape, &(0..n).map(|_| rng.unit()).collect::<Vec<_>>())
-                }
-                DType::BF16 => HostArray::bf16_from_f32(
-                    &shape,
-                    &(0..n).map(|_| rng.unit()).collect::<Vec<_>>(),
-                ),
-                _ => HostArray::from_ints(
-                    d,
-                    &shape,
-                    &(0..n)
-                        .map(|_| (rng.next() % 16) as i64 - 8)
-                        .collect::<Vec<_>>(),
-                ),
-            }
-        })
-        .collect()
+            None => arrays.push(random_input(k, i, &mut rng)),
+        }
+    }
+    Ok((arrays, from_files))
 }
 
 pub fn run(a: Args) -> u8 {
+    if let Err(code) = reject_repeats("--in", &a.inputs) {
+        return code;
+    }
     let loaded = match cpu::load(&a.file, &a.cpu) {
         Ok(l) => l,
         Err(code) => return code,
     };
     let k = &loaded.kernel;
-    let inputs: Vec<Arc<HostArray>> = random_inputs(k).into_iter().map(Arc::new).collect();
+    let (arrays, from_files) = match inputs(k, &a.inputs) {
+        Ok(x) => x,
+        Err(e) => return report_cpu(&e),
+    };
+    let inputs: Vec<Arc<HostArray>> = arrays.into_iter().map(Arc::new).collect();
     let opts = cpu::run_options(&a.cpu);
     let mut times = Vec::with_capacity(a.iters);
+    // Every call moves the same bytes (the grid and the inputs do not
+    // change); the last call's count is reported.
+    let mut moved = Traffic::default();
     for it in 0..=a.iters {
         let t = Instant::now();
-        if let Err(e) = k.run_shared(&inputs, &opts) {
-            return report_cpu(&e);
+        match k.run_measured(&inputs, &opts) {
+            Ok((_, traffic)) => moved = traffic,
+            Err(e) => return report_cpu(&e),
         }
         if it > 0 {
             times.push(t.elapsed().as_secs_f64());
@@ -104,15 +149,24 @@ pub fn run(a: Args) -> u8 {
     } else {
         (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
     };
-    let cost = loaded.ir.as_ref().map(pk_lang::ir::cost::estimate);
-    let (flops, bytes) = cost.map_or((0, 0), |c| (c.flops, c.bytes_accessed));
+    let flops = loaded
+        .ir
+        .as_ref()
+        .map(|ir| pk_lang::ir::cost::estimate(ir).flops);
+    let bytes = moved.total();
     let name = &k.manifest().kernel;
     if a.json {
+        let files: Vec<String> = from_files.iter().map(|n| format!("\"{n}\"")).collect();
         outln(&format!(
-            "{{\"kernel\": \"{name}\", \"median_s\": {median}, \"min_s\": {}, \"max_s\": {}, \"iters\": {}, \"flops\": {flops}, \"bytes\": {bytes}}}",
+            "{{\"kernel\": \"{name}\", \"median_s\": {median}, \"min_s\": {}, \"max_s\": {}, \"iters\": {}, \"flops\": {}, \"bytes\": {bytes}, \"bytes_in\": {}, \"bytes_out\": {}, \"dma_bytes\": {}, \"inputs_from_files\": [{}]}}",
             times.first().unwrap_or(&0.0),
             times.last().unwrap_or(&0.0),
-            times.len()
+            times.len(),
+            flops.unwrap_or(0),
+            moved.blocks_in,
+            moved.blocks_out,
+            moved.dma,
+            files.join(", ")
         ));
         return EXIT_OK;
     }
@@ -130,12 +184,18 @@ pub fn run(a: Args) -> u8 {
         times.first().unwrap_or(&0.0) * 1e3,
         times.last().unwrap_or(&0.0) * 1e3
     ));
-    if cost.is_some() {
-        outln(&format!(
-            "  {:.1} GFLOP/s ({flops} flops), {:.2} GB/s ({bytes} bytes of HBM traffic)",
-            rate(flops),
-            rate(bytes)
-        ));
+    if let Some(flops) = flops {
+        outln(&format!("  {:.1} GFLOP/s ({flops} flops)", rate(flops)));
+    }
+    outln(&format!(
+        "  {:.2} GB/s ({bytes} bytes moved: blocks in {}, blocks out {}, DMA {})",
+        rate(bytes),
+        moved.blocks_in,
+        moved.blocks_out,
+        moved.dma
+    ));
+    if !from_files.is_empty() {
+        outln(&format!("  inputs from files: {}", from_files.join(", ")));
     }
     EXIT_OK
 }

@@ -127,7 +127,8 @@ pub fn cpu_exit_code(e: &pk_runtime::cpu::Error) -> u8 {
         | E::Runaway { .. }
         | E::Dma { .. }
         | E::BlockIndex { .. }
-        | E::Memory { .. } => EXIT_RUN,
+        | E::Memory { .. }
+        | E::HostMemory { .. } => EXIT_RUN,
         _ => EXIT_ERRORS,
     }
 }

@@ -34,9 +34,10 @@ pub struct CpuArgs {
     /// own CPU for the run).
     #[arg(long)]
     pub no_pin: bool,
-    /// Stop a run that takes longer than this many seconds (0: no limit).
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub timeout: f64,
+    /// Stop a run that takes longer than this many seconds of wall-clock
+    /// time (a positive number, e.g. 2.5), or `none` for no limit.
+    #[arg(long, value_name = "SECS|none", default_value = "300", value_parser = parse_timeout)]
+    pub timeout: Timeout,
     /// Meter execution with fuel and stop a run after N units per thread
     /// (slower than the time limit, but deterministic).
     #[arg(long, value_name = "N")]
@@ -48,6 +49,38 @@ pub struct CpuArgs {
     /// store, padding of partial blocks) as errors instead of NaN.
     #[arg(long)]
     pub check_uninit: bool,
+}
+
+/// The wall-clock limit of a run: `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeout(pub Option<Duration>);
+
+/// `--timeout`: a positive, finite number of seconds that a [`Duration`]
+/// can hold, or `none`. Zero, negative, NaN and infinite values are usage
+/// errors rather than a silent "no limit".
+pub fn parse_timeout(s: &str) -> Result<Timeout, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(Timeout(None));
+    }
+    let secs: f64 = t
+        .parse()
+        .map_err(|_| format!("expected a number of seconds or `none`, found `{s}`"))?;
+    if secs == 0.0 {
+        return Err("a limit of 0 seconds stops every run; for no limit say `none`".into());
+    }
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!(
+            "expected a positive, finite number of seconds or `none`, found `{s}`"
+        ));
+    }
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d.is_zero() => Err(format!("{s} seconds rounds to no time at all")),
+        Ok(d) => Ok(Timeout(Some(d))),
+        Err(_) => Err(format!(
+            "{s} seconds is too long a limit; for no limit say `none`"
+        )),
+    }
 }
 
 /// A kernel ready to run, and its IR when it was compiled from source.
@@ -84,7 +117,7 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
     if let Some(t) = a.threads {
         o.threads = t.max(1);
     }
-    o.timeout = (a.timeout > 0.0).then(|| Duration::from_secs_f64(a.timeout));
+    o.timeout = a.timeout.0;
     o.fuel = a.fuel;
     o.pin = !a.no_pin;
     o.dma = match a.dma {
@@ -98,7 +131,7 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     a.kernel.validate()?;
     let fuel = a.fuel.is_some();
-    if file.is_dir() {
+    let loaded = if file.is_dir() {
         if let Some(flag) = a.kernel.source_only_flag() {
             return Err(UsageError::NotApplicable {
                 flag: flag.to_string(),
@@ -110,8 +143,19 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
             }
             .report());
         }
-        return load_package(file, fuel, a.check_uninit);
-    }
+        load_package(file, fuel, a.check_uninit)?
+    } else {
+        compile(file, a, fuel)?
+    };
+    // Before any input file is read: the sizes follow from the operands.
+    loaded
+        .kernel
+        .check_host_memory(run_options(a).threads)
+        .map_err(|e| report_cpu(&e))?;
+    Ok(loaded)
+}
+
+fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
     let module = pk_lang::compile_file(file, &a.kernel.options(true))
         .map_err(|f| report(&f).max(EXIT_ERRORS))?;
     let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();

@@ -210,7 +210,7 @@ mod tests {
             },
             threads: None,
             no_pin: false,
-            timeout: 0.0,
+            timeout: super::cpu::Timeout(None),
             fuel: None,
             dma: DmaArg::Start,
             check_uninit: false,

@@ -252,6 +252,9 @@ fn add_sem(mem: &mut [u8], at: usize, delta: i32) {
 pub(crate) fn start(host: &mut Host, mem: &mut [u8], site: u32) -> Result<(), Error> {
     let (src, dst, dt, sem) = descriptor(host, mem, site)?;
     let bytes = src.elems() * dt.bytes();
+    // Counted when the copy is issued, in either mode: a copy never waited
+    // for fails the run anyway.
+    host.traffic.dma += bytes;
     let pending = match host.dma_mode {
         DmaMode::AtStart => {
             copy(host, mem, &src, &dst, dt)?;

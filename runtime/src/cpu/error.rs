@@ -188,6 +188,13 @@ pub enum Error {
         span: Option<SourceSpan>,
     },
 
+    #[error("{message}")]
+    #[diagnostic(
+        code(PK1024),
+        help("use smaller parameters (-p), fewer --threads, or a host with more free memory")
+    )]
+    HostMemory { message: String },
+
     #[error("invalid CPU kernel package: {0}")]
     #[diagnostic(code(PK1022), help("rebuild the package with the same pk version"))]
     Manifest(String),
@@ -342,6 +349,11 @@ explain! {
         what: "wasmtime refused to compile the kernel's .wasm.",
         why: "The module is damaged or uses features this runtime does not enable.",
         example: "rebuild the package with pkc build"
+    }
+    "PK1024" "host-memory-exceeded" {
+        what: "The run needs more host memory than is available: its inputs, private copies of inputs the kernel writes, its outputs and one linear memory per worker, added up; or an operand's size does not even fit in a 64-bit byte count.",
+        why: "Host arrays play HBM, so a kernel specialised for large shapes needs that much RAM. pk compares the sum with the cgroup's memory limit (less its usage) and MemAvailable before it allocates or reads any input, rather than let the allocation abort the process or the kernel's OOM killer end it.",
+        example: "pkc run add.pk -p M=16777216 ...   // error: 192 GiB needed\npkc run add.pk -p M=16384 ..."
     }
     "PK1099" "internal-error" {
         what: "The CPU reference hit a condition that should be impossible.",

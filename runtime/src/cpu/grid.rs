@@ -270,8 +270,20 @@ impl<'a> Runner<'a> {
         let (start, size) = self.block_window(i, b);
         if self.ops[i].direct && size == self.ops[i].buf_shape {
             if let Some(block) = self.in_array(i, &start) {
+                // The MXU reads the block from the array, as the chip's
+                // copy would: it counts as moved in.
+                let bytes = size.iter().product::<u64>() * self.ops[i].eb as u64;
+                self.inst.store.data_mut().traffic.blocks_in += bytes;
                 let r = self.ops[i].info.ref_index;
                 self.inst.store.data_mut().mxu.read_from_array(r, block);
+                // The block is whole array data, as if it had been copied
+                // in: with `check_uninit` its shadow says every element was
+                // written, so the loads that feed the MXU pass the check.
+                // (Partial blocks take the copy below, padding unmarked.)
+                if let Some(sh) = self.ops[i].shadow {
+                    let n = self.ops[i].buf_shape.iter().product::<u64>() as usize;
+                    self.mem()[sh..sh + n].fill(1);
+                }
                 return Ok(());
             }
         }
@@ -310,7 +322,9 @@ impl<'a> Runner<'a> {
             return Ok(());
         };
         let r = self.ops[i].info.ref_index;
-        self.inst.store.data_mut().mxu.copied(r);
+        let h = self.inst.store.data_mut();
+        h.mxu.copied(r);
+        h.traffic.blocks_in += size.iter().product::<u64>() * eb as u64;
         let buf_shape = self.ops[i].buf_shape.clone();
         let shape = self.ops[i].info.shape.clone();
         let n: usize = buf_shape.iter().product::<u64>() as usize;
@@ -390,6 +404,7 @@ impl<'a> Runner<'a> {
         let Some(off) = off else {
             return Ok(());
         };
+        self.inst.store.data_mut().traffic.blocks_out += size.iter().product::<u64>() * eb as u64;
         let buf_shape = self.ops[i].buf_shape.clone();
         let shape = self.ops[i].info.shape.clone();
         let n: usize = buf_shape.iter().product::<u64>() as usize;

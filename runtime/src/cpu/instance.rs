@@ -26,6 +26,8 @@ pub(crate) struct Host {
     pub error: Option<Error>,
     /// The MXU's buffers for operands it widens.
     pub mxu: super::mxu::Scratch,
+    /// The bytes this instance moved in the current run.
+    pub traffic: super::Traffic,
 }
 
 /// The marker a host import returns after recording its diagnostic.

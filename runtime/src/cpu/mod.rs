@@ -16,6 +16,7 @@ mod dma;
 mod error;
 mod eup;
 mod grid;
+mod host_mem;
 mod instance;
 mod mxu;
 pub mod npy;
@@ -23,6 +24,7 @@ mod window;
 
 pub use array::{bf16_from_f32, bf16_to_f32, fill_poison, HostArray};
 pub use error::{Error, EXPLANATIONS};
+pub use host_mem::{available as available_host_memory, human as human_bytes, Need};
 pub use pk_lowering::wasm::abi::CpuManifest;
 
 use buffers::{Buf, Buffers};
@@ -34,8 +36,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
-use wasmtime::{Config, Engine, Linker, Module, OptLevel};
+use std::time::{Duration, Instant};
+use wasmtime::{Config, Engine, Linker, Module, OptLevel, UpdateDeadline};
 
 /// Checks an array read from `path` against an operand (its name, dtype
 /// and shape) and converts it to the operand's memory form: the dtype
@@ -85,6 +87,32 @@ pub enum DmaMode {
     AtStart,
     /// At `dma_wait` (the destination reads as poison until then).
     AtWait,
+}
+
+/// The bytes a run moved between the host arrays ("HBM") and the
+/// instances' memories, counted as the copies happen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Input blocks (and whole-array VMEM inputs) brought in, padding not
+    /// included; a full block the MXU reads in place counts too. A block
+    /// kept from the previous step is not moved again.
+    pub blocks_in: u64,
+    /// Output blocks (and whole-array VMEM outputs) written back.
+    pub blocks_out: u64,
+    /// Bytes of the DMA copies the kernel started.
+    pub dma: u64,
+}
+
+impl Traffic {
+    pub fn total(&self) -> u64 {
+        self.blocks_in + self.blocks_out + self.dma
+    }
+
+    fn add(&mut self, o: &Traffic) {
+        self.blocks_in += o.blocks_in;
+        self.blocks_out += o.blocks_out;
+        self.dma += o.dma;
+    }
 }
 
 /// Options of one run.
@@ -152,9 +180,11 @@ impl Grab {
     }
 }
 
-/// The units a worker ran, or the first unit that failed and why.
-type WorkerResult = Result<Vec<(u64, Visits)>, (u64, Box<Error>)>;
+/// The units a worker ran and the bytes it moved, or the first unit that
+/// failed and why.
+type WorkerResult = Result<(Vec<(u64, Visits)>, Traffic), (u64, Box<Error>)>;
 
+/// How often the ticker advances the epoch once the deadline has passed.
 const TICK: Duration = Duration::from_millis(10);
 
 impl CpuKernel {
@@ -188,6 +218,39 @@ impl CpuKernel {
                 .any(|o| o.ref_index >= manifest.refs.len())
         {
             return Err(Error::Manifest("inconsistent grid or operand table".into()));
+        }
+        // Every later size computation may rely on an operand's byte count
+        // fitting in a u64.
+        for (o, d) in manifest.operands.iter().zip(&dtypes) {
+            if host_mem::array_bytes(d.bytes(), &o.shape).is_none() {
+                return Err(host_mem::overflow(&o.name, &o.dtype, &o.shape));
+            }
+        }
+        // Grid indices reach the module as i32, and the run counts its
+        // steps in a u64.
+        if let Some(a) = manifest.grid.iter().find(|a| a.extent > i32::MAX as u64) {
+            return Err(Error::Unsupported {
+                message: format!(
+                    "grid axis `{}` has {} steps; the CPU reference indexes a grid axis with an i32 (at most {})",
+                    a.name,
+                    a.extent,
+                    i32::MAX
+                ),
+                src: None,
+                span: None,
+            });
+        }
+        if manifest
+            .grid
+            .iter()
+            .try_fold(1u64, |n, a| n.checked_mul(a.extent))
+            .is_none()
+        {
+            return Err(Error::Unsupported {
+                message: "the grid has more steps than a 64-bit count holds".into(),
+                src: None,
+                span: None,
+            });
         }
         let mut c = Config::new();
         c.cranelift_opt_level(OptLevel::Speed);
@@ -269,6 +332,15 @@ impl CpuKernel {
         inputs: &[Arc<HostArray>],
         opts: &RunOptions,
     ) -> Result<Vec<HostArray>, Error> {
+        self.run_measured(inputs, opts).map(|(out, _)| out)
+    }
+
+    /// [`Self::run_shared`], also returning the bytes the run moved.
+    pub fn run_measured(
+        &self,
+        inputs: &[Arc<HostArray>],
+        opts: &RunOptions,
+    ) -> Result<(Vec<HostArray>, Traffic), Error> {
         let m = &self.m;
         let ins: Vec<usize> = self.inputs().map(|(i, _)| i).collect();
         if inputs.len() < ins.len() {
@@ -286,21 +358,11 @@ impl CpuKernel {
                 ins.len()
             )));
         }
-        // Inputs the kernel writes (aliased by an output, or a DMA
-        // destination) get a private copy; the others are read in place.
-        let mut written = vec![false; m.operands.len()];
-        for o in &m.operands {
-            if let Some(j) = o.aliases {
-                if let Some(w) = written.get_mut(j) {
-                    *w = true;
-                }
-            }
-        }
-        for d in &m.dmas {
-            if let abi::RefOrigin::Operand(i) = m.refs[d.dst.ref_index].origin {
-                written[i] = true;
-            }
-        }
+        // The inputs are in memory already; what the run allocates next
+        // (outputs, private copies, instances) must fit beside them.
+        let need = self.host_need(opts.threads)?;
+        self.check_need(&need, need.to_allocate(), host_mem::available())?;
+        let written = self.written_inputs();
         let mut bufs = Vec::new();
         let mut fresh = Vec::new();
         let mut of_operand = vec![0; m.operands.len()];
@@ -328,8 +390,14 @@ impl CpuKernel {
             } else if let Some(j) = o.aliases {
                 of_operand[i] = of_operand.get(j).copied().unwrap_or(0);
             } else {
-                let n: usize = o.shape.iter().product::<u64>() as usize;
-                let mut data = array::zeroed(n * self.dtypes[i].bytes() as usize);
+                let bytes =
+                    usize::try_from(self.operand_bytes(i)?).map_err(|_| Error::HostMemory {
+                        message: format!(
+                            "output `{}` does not fit in this host's address space",
+                            o.name
+                        ),
+                    })?;
+                let mut data = array::zeroed(bytes);
                 // Blocked outputs are poisoned after the run where no block
                 // was written (usually nowhere, which saves a pass over the
                 // array); others here.
@@ -348,7 +416,7 @@ impl CpuKernel {
             of_operand,
             fresh,
         });
-        let units = self.execute(&buffers, opts)?;
+        let (units, traffic) = self.execute(&buffers, opts)?;
         grid::check_races(self, &units)?;
         grid::poison_unwritten(self, &buffers, &units)?;
         // The workers are done: take the output buffers without copying.
@@ -375,7 +443,42 @@ impl CpuKernel {
             let shape = o.shape.iter().map(|&d| d as usize).collect();
             out.push(HostArray::new(self.dtypes[i], shape, data));
         }
-        Ok(out)
+        Ok((out, traffic))
+    }
+
+    /// Which operands are inputs the kernel writes (aliased by an output,
+    /// or a DMA destination): they get a private copy, the others are
+    /// read in place.
+    pub(crate) fn written_inputs(&self) -> Vec<bool> {
+        let m = &self.m;
+        let mut written = vec![false; m.operands.len()];
+        for o in &m.operands {
+            if let Some(j) = o.aliases {
+                if let Some(w) = written.get_mut(j) {
+                    *w = true;
+                }
+            }
+        }
+        for d in &m.dmas {
+            if let Some(abi::RefOrigin::Operand(i)) = m.refs.get(d.dst.ref_index).map(|r| r.origin)
+            {
+                if let Some(w) = written.get_mut(i) {
+                    *w = true;
+                }
+            }
+        }
+        written
+    }
+
+    /// The units of the grid (one per index of its leading parallel
+    /// axes); [`CpuKernel::new`] made sure the product fits.
+    pub(crate) fn units(&self) -> u64 {
+        self.m
+            .grid
+            .iter()
+            .take_while(|a| a.semantics == abi::Semantics::Parallel)
+            .map(|a| a.extent)
+            .product()
     }
 
     /// Runs every unit of the grid on up to `opts.threads` workers.
@@ -383,12 +486,17 @@ impl CpuKernel {
         &self,
         buffers: &Arc<Buffers>,
         opts: &RunOptions,
-    ) -> Result<Vec<(u64, Visits)>, Error> {
+    ) -> Result<(Vec<(u64, Visits)>, Traffic), Error> {
         let sched = Schedule::new(self);
         let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
-        // The ticker advances the epoch every TICK until the workers are
-        // done; dropping `stop` wakes it at once, so a short run does not
-        // wait out a tick.
+        // The deadline is a point on the monotonic clock, fixed before any
+        // worker starts: a run stops at the limit however late the ticker
+        // thread is scheduled while the workers load every CPU.
+        let deadline = opts.timeout.and_then(|t| Instant::now().checked_add(t));
+        // The ticker sleeps until the deadline, then advances the epoch
+        // every TICK until the workers are done (a worker that sets its
+        // deadline just after one tick sees the next). Dropping `stop`
+        // wakes it at once, so a short run does not wait out a tick.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let grab = Grab {
             next: AtomicU64::new(0),
@@ -397,11 +505,17 @@ impl CpuKernel {
             failed: AtomicBool::new(false),
         };
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
-            if opts.timeout.is_some() {
+            if let Some(deadline) = deadline {
                 let engine = &self.engine;
-                s.spawn(move || {
-                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
-                        engine.increment_epoch();
+                s.spawn(move || loop {
+                    let wait = deadline.saturating_duration_since(Instant::now()).max(TICK);
+                    match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            if Instant::now() >= deadline {
+                                engine.increment_epoch();
+                            }
+                        }
+                        _ => break,
                     }
                 });
             }
@@ -415,7 +529,7 @@ impl CpuKernel {
                             pin_to(c);
                         }
                         buffers.populate(t as usize, threads as usize);
-                        let r = self.worker(buffers, sched, grab, opts);
+                        let r = self.worker(buffers, sched, grab, opts, deadline);
                         if r.is_err() {
                             grab.failed.store(true, Ordering::Relaxed);
                         }
@@ -438,10 +552,14 @@ impl CpuKernel {
             r
         });
         let mut units = Vec::new();
+        let mut traffic = Traffic::default();
         let mut first: Option<(u64, Box<Error>)> = None;
         for r in results {
             match r {
-                Ok(v) => units.extend(v),
+                Ok((v, t)) => {
+                    units.extend(v);
+                    traffic.add(&t);
+                }
                 Err((u, e)) => {
                     if first.as_ref().is_none_or(|(fu, _)| u < *fu) {
                         first = Some((u, e));
@@ -451,7 +569,7 @@ impl CpuKernel {
         }
         match first {
             Some((_, e)) => Err(*e),
-            None => Ok(units),
+            None => Ok((units, traffic)),
         }
     }
 
@@ -461,6 +579,7 @@ impl CpuKernel {
         sched: &Schedule,
         grab: &Grab,
         opts: &RunOptions,
+        deadline: Option<Instant>,
     ) -> WorkerResult {
         let fail = |e| (0, Box::new(e));
         // Instances are kept between runs: their memory is already mapped
@@ -478,6 +597,7 @@ impl CpuKernel {
                     step: Vec::new(),
                     error: None,
                     mxu: mxu::Scratch::new(self.m.refs.len()),
+                    traffic: Traffic::default(),
                 };
                 Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
             }
@@ -488,13 +608,22 @@ impl CpuKernel {
             h.dma_mode = opts.dma;
             h.inflight.clear();
             h.error = None;
+            h.traffic = Traffic::default();
         }
-        if let Some(t) = opts.timeout {
-            let ticks = (t.as_millis() / TICK.as_millis()).max(1) as u64;
-            inst.store.set_epoch_deadline(ticks);
-            inst.store.epoch_deadline_trap();
-        } else {
-            inst.store.set_epoch_deadline(u64::MAX / 2);
+        match deadline {
+            // Any epoch change (this run's ticker, or another run's on the
+            // same engine) asks the clock; only the deadline stops the run.
+            Some(deadline) => {
+                inst.store.set_epoch_deadline(1);
+                inst.store.epoch_deadline_callback(move |_| {
+                    Ok(if Instant::now() >= deadline {
+                        UpdateDeadline::Interrupt
+                    } else {
+                        UpdateDeadline::Continue(1)
+                    })
+                });
+            }
+            None => inst.store.set_epoch_deadline(u64::MAX / 2),
         }
         if self.fuel {
             let f = opts.fuel.unwrap_or(u64::MAX / 2);
@@ -512,6 +641,7 @@ impl CpuKernel {
             }
         }
         let mut inst = runner.into_instance();
+        let traffic = std::mem::take(&mut inst.store.data_mut().traffic);
         inst.store.data_mut().buffers = Arc::new(Buffers {
             bufs: Vec::new(),
             of_operand: Vec::new(),
@@ -520,7 +650,7 @@ impl CpuKernel {
         if let Ok(mut p) = self.pool.lock() {
             p.push(inst);
         }
-        Ok(out)
+        Ok((out, traffic))
     }
 }
 
