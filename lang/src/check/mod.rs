@@ -53,6 +53,13 @@ pub struct Checker<'p> {
     pub param_file: Option<FileId>,
     /// See [`crate::Options::skip_tpu_rules`].
     pub skip_tpu_rules: bool,
+    /// The names of the kernel being checked that hold run-time values
+    /// (operands, grid indices, scratch), with their declarations and what
+    /// they are, to explain their use in a compile-time expression.
+    pub runtime_names: Vec<(String, Span, &'static str)>,
+    /// The diagnostics (indices into `diags`) reported inside inlined
+    /// function bodies, which get a note naming the kernel's parameters.
+    pub inlined: Vec<usize>,
 }
 
 impl<'p> Checker<'p> {
@@ -66,6 +73,8 @@ impl<'p> Checker<'p> {
             const_cache: HashMap::new(),
             param_file: None,
             skip_tpu_rules: false,
+            runtime_names: Vec::new(),
+            inlined: Vec::new(),
         }
     }
 
@@ -93,6 +102,7 @@ pub fn check_kernel(
     param_values: &[(String, Expr2)],
 ) -> Option<ir::Kernel> {
     let before = ck.diags.len();
+    ck.runtime_names = runtime_names(decl);
     let mut refs: Arena<RefDecl> = Arena::new();
     let mut header = Header {
         bindings: Vec::new(),
@@ -123,7 +133,10 @@ pub fn check_kernel(
             {
                 let mut b = Builder::constant(ck, m, &refs, &header.bindings);
                 match (given, &p.default) {
-                    (Some(e), _) => match unknown_name(&e.0, &header.bindings) {
+                    (Some(e), _) => match unknown_name(&e.expr, &header.bindings) {
+                        Some(bad) if unsupported_dtype(&bad.name, bad.span).is_some() => {
+                            b.error(unsupported_dtype(&bad.name, bad.span).expect("checked above"))
+                        }
                         Some(bad) => {
                             let want = if p.kind == ParamKind::Int {
                                 "an integer"
@@ -143,7 +156,7 @@ pub fn check_kernel(
                             ),
                         )
                         }
-                        None => b.const_expr(&e.0),
+                        None => b.const_expr(&e.expr),
                     },
                     (None, Some(d)) => b.const_expr(d),
                     (None, None) => Val::Unit,
@@ -159,7 +172,7 @@ pub fn check_kernel(
             (ParamKind::Dtype, Val::Dtype(d)) if !ck.target.supports(d) => {
                 let t = ck.target;
                 let span = given
-                    .map(|e| e.0.span)
+                    .map(|e| e.expr.span)
                     .or(p.default.as_ref().map(|d| d.span))
                     .unwrap_or(p.span);
                 ck.error(
@@ -188,7 +201,7 @@ pub fn check_kernel(
             (_, Val::Err) => (Val::Err, ParamValue::Unbound),
             (kind, other) => {
                 let span = given
-                    .map(|e| e.0.span)
+                    .map(|e| e.expr.span)
                     .or(p.default.as_ref().map(|d| d.span))
                     .unwrap_or(p.span);
                 let want = if kind == ParamKind::Int {
@@ -202,7 +215,7 @@ pub fn check_kernel(
                         format!("parameter `{}` takes {want}", p.name.name),
                         span,
                     )
-                    .label(format!("this is {}", describe_const(&other)))
+                    .label(format!("this is {}", describe_const(&other, given)))
                     .with(p.name.span, "parameter declared here"),
                 );
                 (Val::Err, ParamValue::Unbound)
@@ -550,14 +563,67 @@ pub fn check_kernel(
         b.finish()
     };
     kernel.body = body;
+    instantiation_notes(ck, &kernel);
     if ck.diags[before..].iter().any(|d| d.is_error()) {
         return None;
     }
     Some(kernel)
 }
 
-/// A `-p` value: its parsed expression.
-pub struct Expr2(pub ast::Expr);
+/// Adds to each diagnostic from an inlined function body the kernel and
+/// parameter values it was instantiated with: a function is checked once per
+/// call, so the same body can be right for one `-p` value and wrong for
+/// another.
+fn instantiation_notes(ck: &mut Checker, kernel: &ir::Kernel) {
+    let values: Vec<String> = kernel
+        .params
+        .iter()
+        .filter_map(|p| match &p.value {
+            ParamValue::Int(v) => Some(format!("{}={v}", p.name)),
+            ParamValue::Dtype(d) => Some(format!("{}={d}", p.name)),
+            ParamValue::Unbound => None,
+        })
+        .collect();
+    let note = if values.is_empty() {
+        format!("instantiated by kernel `{}`", kernel.name)
+    } else {
+        format!(
+            "instantiated by kernel `{}` with {}",
+            kernel.name,
+            values.join(", ")
+        )
+    };
+    for i in std::mem::take(&mut ck.inlined) {
+        if let Some(d) = ck.diags.get_mut(i) {
+            d.notes.push(note.clone());
+        }
+    }
+}
+
+/// The kernel's names that stand for run-time values, with what they are.
+fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
+    let mut out: Vec<(String, Span, &'static str)> = Vec::new();
+    let mut add = |id: &ast::Ident, kind| out.push((id.name.clone(), id.span, kind));
+    for c in &decl.clauses {
+        match c {
+            Clause::Grid(g, _) => g.iter().for_each(|d| add(&d.name, "a grid index")),
+            Clause::Prefetch(p, _) => p
+                .iter()
+                .for_each(|d| add(&d.name, "a scalar-prefetch operand")),
+            Clause::Scratch(x, _) => x.iter().for_each(|d| add(&d.name, "a scratch buffer")),
+            Clause::VmemLimit(..) => {}
+        }
+    }
+    decl.inputs.iter().for_each(|o| add(&o.name, "an input"));
+    decl.outputs.iter().for_each(|o| add(&o.name, "an output"));
+    out
+}
+
+/// A `-p` value: its parsed expression and the text as written.
+pub struct Expr2 {
+    pub expr: ast::Expr,
+    pub text: String,
+}
 
 enum OperandSrc<'a> {
     Prefetch(&'a ast::PrefetchDecl),
@@ -623,9 +689,36 @@ fn unknown_name<'a>(e: &'a Expr, bindings: &[(String, Binding)]) -> Option<&'a a
     }
 }
 
-fn describe_const(v: &Val) -> String {
+/// The diagnostic for a dtype name pk knows but the TPU does not support
+/// (`f64`, `u32`, ...), or `None` for any other name. Every place a dtype
+/// can be written (declarations, casts, `bitcast`, `-p`) reports it this way.
+pub fn unsupported_dtype(name: &str, span: Span) -> Option<Diag> {
+    let why = match name {
+        "f64" | "i64" | "u64" | "c64" | "c128" => "64-bit types do not exist on the TPU",
+        "f16" | "u16" | "u32" => "not supported by Mosaic",
+        _ => return None,
+    };
+    Some(
+        Diag::new(
+            &codes::WIDE_TYPE,
+            format!("`{name}` is not a TPU dtype"),
+            span,
+        )
+        .label(why)
+        .help("use f32, bf16, i32, i16, i8 or u8"),
+    )
+}
+
+/// Describes a parameter value of the wrong kind. A number given with `-p`
+/// is quoted as written (`30.0`, not `30`), so the message shows what is
+/// wrong with it.
+fn describe_const(v: &Val, given: Option<&Expr2>) -> String {
     match v {
         Val::Int(d) => format!("the integer `{d}`"),
+        Val::Float(_) if given.is_some() => {
+            format!("the number `{}`", given.map_or("", |g| g.text.trim()))
+        }
+        Val::Float(x) if x.is_finite() && x.fract() == 0.0 => format!("the number `{x:.1}`"),
         Val::Float(x) => format!("the number `{x}`"),
         Val::Bool(b) => format!("`{b}`"),
         Val::Dtype(d) => format!("the dtype `{d}`"),

@@ -254,8 +254,8 @@ codes! {
         example: "let v = x_hbm[..];   // error\ncopy_start(x_hbm[..], buf[..], sem); copy_wait(x_hbm[..], buf[..], sem);",
     }
     WIDE_TYPE = "PK0309" "64-bit-type" {
-        what: "A 64-bit dtype (f64, i64, u64) is used.",
-        why: "TPUs have no 64-bit vector units; Mosaic rejects 64-bit types.",
+        what: "A dtype pk knows but the TPU does not support is written: a 64-bit dtype (f64, i64, u64, c64), or f16, u16 or u32. The same diagnostic is given in a declaration, a cast, `bitcast` and a `-p` value.",
+        why: "TPUs have no 64-bit vector units, and Mosaic rejects 64-bit types, f16 and unsigned types wider than 8 bits.",
         example: "x: f64[M]   // error\nx: f32[M]",
     }
     INDEX_MAP_ARITY = "PK0310" "index-map-arity" {
