@@ -406,7 +406,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         for k in self.ck.program.module(self.module).names.keys() {
             consider(k);
         }
-        for k in super::builtins::NAMES {
+        for k in super::builtins::BUILTINS.iter().map(|b| b.name) {
             consider(k);
         }
         best.map(|(_, c)| format!("a name with a similar spelling exists: `{c}`"))

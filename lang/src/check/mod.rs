@@ -13,9 +13,9 @@ pub mod rules;
 mod stmt;
 pub mod value;
 
-/// Every builtin function name.
-pub fn builtins_names() -> &'static [&'static str] {
-    builtins::NAMES
+/// Whether `name` is a builtin function.
+pub fn is_builtin(name: &str) -> bool {
+    builtins::find(name).is_some()
 }
 
 use crate::ast::{self, Clause, Expr, ExprKind};

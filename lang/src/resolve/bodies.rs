@@ -9,7 +9,7 @@
 
 use super::{ItemRef, ModId, Program};
 use crate::ast::{self, Expr, ExprKind, Item, Stmt};
-use crate::check::{builtins_names, unsupported_dtype};
+use crate::check::{is_builtin, unsupported_dtype};
 use crate::diag::{codes, Diag};
 use crate::ir::DType;
 use std::collections::HashSet;
@@ -270,7 +270,7 @@ impl Walker<'_> {
             Some(_) => {}
             None => {
                 let n = p.segments[0].name.as_str();
-                if p.segments.len() == 1 && (builtins_names().contains(&n) || self.local(n)) {
+                if p.segments.len() == 1 && (is_builtin(n) || self.local(n)) {
                     return;
                 }
                 self.diags.push(
