@@ -429,3 +429,39 @@ fn bf16_operands_match_f32_operands_of_the_same_values() {
         }
     }
 }
+
+/// Float and bool parameters: `scale` multiplies (and, without `causal`, is
+/// added), `causal` keeps the elements on and below each block's diagonal.
+/// Powers of two keep every product exact.
+#[test]
+fn float_and_bool_parameters_specialise_the_body() {
+    let (x, xa) = ints_f32(&[256, 128], |i| (i % 17) as f32 - 8.0);
+    let k = build("tests/in/params_float_bool.pk", &[]);
+    let y = k.run(vec![xa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        let (r, c) = ((i / 128) % 128, i % 128);
+        let want = if c <= r { x[i] * 0.125 } else { 0.0 };
+        assert_eq!(got, want, "default: element {i}");
+    }
+    let k = build(
+        "tests/in/params_float_bool.pk",
+        &[("scale", "-1.5"), ("causal", "false")],
+    );
+    let y = k.run(vec![xa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(
+            got,
+            x[i] * -1.5 - 1.5,
+            "scale=-1.5 causal=false: element {i}"
+        );
+    }
+    // An integer is accepted for a float parameter.
+    let k = build(
+        "tests/in/params_float_bool.pk",
+        &[("scale", "2"), ("causal", "false")],
+    );
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] * 2.0 + 2.0, "scale=2: element {i}");
+    }
+}

@@ -123,6 +123,22 @@ pub struct KernelParam {
 pub enum ParamKind {
     Int,
     Dtype,
+    /// A compile-time float (`scale: float = 0.125`), a weak constant where used.
+    Float,
+    /// A compile-time bool (`causal: bool = true`), for `if` conditions.
+    Bool,
+}
+
+impl ParamKind {
+    /// What a value of this kind is, for messages: "an integer".
+    pub fn noun(self) -> &'static str {
+        match self {
+            ParamKind::Int => "an integer",
+            ParamKind::Dtype => "a dtype",
+            ParamKind::Float => "a float",
+            ParamKind::Bool => "a bool",
+        }
+    }
 }
 
 /// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`.

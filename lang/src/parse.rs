@@ -263,11 +263,11 @@ fn parse_error(file: FileId, text: &str, e: ParseError<usize, Tok, GrammarError>
             error: GrammarError::BadParamKind(span),
         } => Diag::new(
             &codes::UNEXPECTED_TOKEN,
-            "a kernel parameter is an `int` or a `dtype`",
+            "a kernel parameter is an `int`, a `float`, a `bool` or a `dtype`",
             span,
         )
         .label("unknown parameter kind")
-        .help("write `bm: int = 128` (or just `bm = 128`) or `T: dtype = bf16`"),
+        .help("write `bm: int = 128` (or just `bm = 128`), `scale: float = 0.125`, `causal: bool = true` or `T: dtype = bf16`"),
     }
 }
 

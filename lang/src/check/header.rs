@@ -106,11 +106,7 @@ impl<'a> KernelCx<'a> {
                     b.error(unsupported_dtype(&bad.name, bad.span).expect("checked above"))
                 }
                 Some(bad) => {
-                    let want = if p.kind == ParamKind::Int {
-                        "an integer"
-                    } else {
-                        "a dtype"
-                    };
+                    let want = p.kind.noun();
                     b.error(
                         Diag::new(
                             &codes::BAD_PARAM_VALUE,
@@ -178,17 +174,22 @@ impl<'a> KernelCx<'a> {
                 }
                 (Val::Int(Dim::param(&p.name.name)), ParamValue::Unbound)
             }
-            (ParamKind::Dtype, Val::Unit) => {
+            (ParamKind::Float, Val::Float(x)) => (Val::Float(x), ParamValue::Float(x)),
+            // An integer written for a float parameter (`-p scale=1`) is
+            // exact as a float.
+            (ParamKind::Float, Val::Int(Dim::Known(v))) => {
+                (Val::Float(v as f64), ParamValue::Float(v as f64))
+            }
+            (ParamKind::Bool, Val::Bool(b)) => (Val::Bool(b), ParamValue::Bool(b)),
+            // Dtypes, floats and bools have no symbolic form, so even
+            // `pkc check` needs their value.
+            (ParamKind::Dtype | ParamKind::Float | ParamKind::Bool, Val::Unit) => {
                 ck.error(missing_param(&p.name, self.decl));
                 (Val::Err, ParamValue::Unbound)
             }
             (_, Val::Err) => (Val::Err, ParamValue::Unbound),
             (kind, other) => {
-                let want = if kind == ParamKind::Int {
-                    "an integer"
-                } else {
-                    "a dtype"
-                };
+                let want = kind.noun();
                 ck.error(
                     Diag::new(
                         &codes::BAD_PARAM_VALUE,

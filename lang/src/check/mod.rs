@@ -153,11 +153,8 @@ fn instantiation_notes(ck: &mut Checker, kernel: &ir::Kernel) {
     let values: Vec<String> = kernel
         .params
         .iter()
-        .filter_map(|p| match &p.value {
-            ParamValue::Int(v) => Some(format!("{}={v}", p.name)),
-            ParamValue::Dtype(d) => Some(format!("{}={d}", p.name)),
-            ParamValue::Unbound => None,
-        })
+        .filter(|p| p.value != ParamValue::Unbound)
+        .map(|p| format!("{}={}", p.name, p.value))
         .collect();
     let note = if values.is_empty() {
         format!("instantiated by kernel `{}`", kernel.name)

@@ -316,7 +316,7 @@ codes! {
     }
     BAD_PARAM_VALUE = "PK0403" "bad-parameter-value" {
         what: "A parameter value is malformed or of the wrong kind.",
-        why: "Integer parameters take integers (or constant expressions); dtype parameters take a dtype name.",
+        why: "Integer parameters take integers (or constant expressions); float parameters take numbers; bool parameters take `true` or `false`; dtype parameters take a dtype name.",
         example: "-p bm=big   // error\n-p bm=256",
     }
     INTERNAL = "PK0999" "internal-error" {
