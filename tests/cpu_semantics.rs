@@ -465,3 +465,35 @@ fn float_and_bool_parameters_specialise_the_body() {
         assert_eq!(got, x[i] * 2.0 + 2.0, "scale=2: element {i}");
     }
 }
+
+/// Dtype queries: each dtype takes its own branch (`T == bf16`, `T != f32`)
+/// and `bits(T)` is its width: bf16 doubles, i8 adds 8, i16 adds 16, f32
+/// multiplies by 32; small integers keep every result exact.
+#[test]
+fn dtype_queries_choose_the_branch_of_each_dtype() {
+    let x: Vec<f32> = (0..256 * 128).map(|i| (i % 9) as f32 - 4.0).collect();
+    let ints: Vec<i64> = x.iter().map(|v| *v as i64).collect();
+    let cases: [(&str, HostArray, fn(f32) -> f32); 4] = [
+        ("bf16", HostArray::bf16_from_f32(&[256, 128], &x), |v| {
+            v * 2.0
+        }),
+        (
+            "i8",
+            HostArray::from_ints(DType::I8, &[256, 128], &ints),
+            |v| v + 8.0,
+        ),
+        (
+            "i16",
+            HostArray::from_ints(DType::I16, &[256, 128], &ints),
+            |v| v + 16.0,
+        ),
+        ("f32", HostArray::from_f32(&[256, 128], &x), |v| v * 32.0),
+    ];
+    for (t, input, f) in cases {
+        let k = build("tests/in/dtype_queries.pk", &[("T", t)]);
+        let y = k.run(vec![input], &threads(1)).expect("runs")[0].to_f32();
+        for (i, &got) in y.iter().enumerate() {
+            assert_eq!(got, f(x[i]), "T={t}: element {i}");
+        }
+    }
+}

@@ -810,6 +810,9 @@ impl<'c, 'p> Builder<'c, 'p> {
         if let Some(v) = self.fold(op, &a, &b, span) {
             return v;
         }
+        if matches!(a, Val::Dtype(_)) || matches!(b, Val::Dtype(_)) {
+            return self.dtype_operand(op, &a, sa, &b, sb, span);
+        }
         let Some((x, y)) = self.unify(a, sa, b, sb, span) else {
             return Val::Err;
         };
@@ -866,6 +869,48 @@ impl<'c, 'p> Builder<'c, 'p> {
             AstBin::Gt => self.emit(cmp(CmpOp::Gt), booly, span),
             AstBin::Ge => self.emit(cmp(CmpOp::Ge), booly, span),
         }
+    }
+
+    /// A dtype in an operation other than a dtype query (`T == bf16`): one
+    /// diagnostic for the whole expression.
+    fn dtype_operand(
+        &mut self,
+        op: AstBin,
+        a: &Val,
+        sa: Span,
+        b: &Val,
+        sb: Span,
+        span: Span,
+    ) -> Val {
+        let both = matches!((a, b), (Val::Dtype(_), Val::Dtype(_)));
+        let (bad, bad_span) = if matches!(a, Val::Dtype(_)) && !both {
+            (b, sb)
+        } else {
+            (a, sa)
+        };
+        let d = if both {
+            Diag::new(
+                &codes::BAD_OPERAND,
+                format!(
+                    "dtypes compare only with `==` and `!=`, not `{}`",
+                    op.symbol()
+                ),
+                span,
+            )
+            .label("a dtype query")
+            .help("to compare sizes, compare `bits(T)`")
+        } else {
+            let what = self.describe(bad);
+            Diag::new(
+                &codes::WRONG_KIND,
+                "a dtype is compared only with another dtype",
+                span,
+            )
+            .label("a dtype query")
+            .with(bad_span, format!("this is {what}"))
+            .help("write `T == bf16`, or `bits(T)` for its width")
+        };
+        self.error(d)
     }
 
     /// Folds an operator on two constants.
@@ -940,6 +985,13 @@ impl<'c, 'p> Builder<'c, 'p> {
                     _ => return None,
                 })
             }
+            // Dtype queries (`T == bf16`) are decided when the kernel is
+            // specialised, like any other comparison of constants.
+            (Val::Dtype(x), Val::Dtype(y)) => match op {
+                AstBin::Eq => Some(Val::Bool(x == y)),
+                AstBin::Ne => Some(Val::Bool(x != y)),
+                _ => None,
+            },
             (Val::Bool(x), Val::Bool(y)) => Some(match op {
                 AstBin::And | AstBin::BitAnd => Val::Bool(*x && *y),
                 AstBin::Or | AstBin::BitOr => Val::Bool(*x || *y),

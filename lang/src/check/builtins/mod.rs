@@ -212,6 +212,10 @@ pub static BUILTINS: &[Builtin] = &[
     ),
     call!("ds", "(start, size)", UNCHECKED, |b, _, _, s| b
         .ds_outside(s)),
+    call!("bits", "(dtype)", exactly(1), |b, n, a, _| b
+        .dtype_query(n, a)),
+    call!("packing", "(dtype)", exactly(1), |b, n, a, _| b
+        .dtype_query(n, a)),
 ];
 
 /// The builtin called `name`.
@@ -598,6 +602,20 @@ impl Builder<'_, '_> {
         let s = self.binary(AstBin::Add, x, sx, y.clone(), sy, span);
         let s = self.binary(AstBin::Sub, s, span, Val::Int(Dim::Known(1)), span, span);
         self.binary(AstBin::Div, s, span, y, sy, span)
+    }
+
+    /// `bits(T)`: the storage width of a dtype; `packing(T)`: how many values
+    /// share one 32-bit word (32 / bits). Both are compile-time integers.
+    fn dtype_query(&mut self, name: &str, a: &Args) -> Val {
+        let Some(d) = self.dtype_arg(a.pos[0]) else {
+            return Val::Err;
+        };
+        let v = if name == "bits" {
+            d.bits()
+        } else {
+            32 / d.bits()
+        };
+        Val::Int(Dim::Known(i64::from(v)))
     }
 
     fn ds_outside(&mut self, span: Span) -> Val {
