@@ -497,3 +497,25 @@ fn dtype_queries_choose_the_branch_of_each_dtype() {
         }
     }
 }
+
+/// Kernels whose assertions hold run as if the assertions were absent:
+/// `y = x + 1` at the defaults and at another configuration.
+#[test]
+fn passing_static_assertions_leave_the_kernel_unchanged() {
+    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 23) as f32);
+    let k = build("tests/in/static_assert.pk", &[]);
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] + 1.0, "element {i}");
+    }
+    let (x, xa) = ints_f32(&[512, 128], |i| (i % 23) as f32);
+    let xa = HostArray::bf16_from_f32(&[512, 128], &xa.to_f32());
+    let k = build(
+        "tests/in/static_assert.pk",
+        &[("M", "512"), ("bm", "64"), ("T", "bf16")],
+    );
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
+    }
+}

@@ -198,6 +198,16 @@ pub enum Clause {
     Prefetch(Vec<PrefetchDecl>, Span),
     Scratch(Vec<ScratchDecl>, Span),
     VmemLimit(Expr, Span),
+    Assert(StaticAssert),
+}
+
+/// `assert(cond, "message")`: a condition on compile-time values, checked
+/// when the kernel is specialised (in the header or a body).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticAssert {
+    pub cond: Expr,
+    pub message: Option<String>,
+    pub span: Span,
 }
 
 /// `i in M / bm parallel`
@@ -282,6 +292,7 @@ pub enum Stmt {
         body: Block,
         span: Span,
     },
+    Assert(StaticAssert),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -457,6 +468,7 @@ impl Drop for Expr {
                                 take(cond);
                                 take(&mut block_expr(body));
                             }
+                            Stmt::Assert(a) => take(&mut a.cond),
                         }
                     }
                     if let Some(t) = &mut b.tail {

@@ -37,6 +37,7 @@ pub(super) struct Clauses<'a> {
     pub prefetch: Vec<&'a ast::PrefetchDecl>,
     pub scratch: Vec<&'a ast::ScratchDecl>,
     pub vmem_limit: Option<&'a ast::Expr>,
+    pub asserts: Vec<&'a ast::StaticAssert>,
 }
 
 impl<'a> KernelCx<'a> {
@@ -226,6 +227,11 @@ impl<'a> KernelCx<'a> {
                     out.vmem_limit = Some(e);
                     ("vmem_limit", *s)
                 }
+                // Any number of assertions may be given.
+                Clause::Assert(a) => {
+                    out.asserts.push(a);
+                    continue;
+                }
             };
             if let Some(first) = seen_clause.insert(name, span) {
                 ck.error(
@@ -241,6 +247,16 @@ impl<'a> KernelCx<'a> {
             }
         }
         out
+    }
+
+    /// The header's assertions, over the parameters; `false` when one
+    /// fails.
+    pub fn asserts(&self, ck: &mut Checker, asserts: &[&ast::StaticAssert]) -> bool {
+        let mut ok = true;
+        for a in asserts {
+            ok &= self.constant(ck).static_assert(a);
+        }
+        ok
     }
 
     /// The grid axes, and whether the grid opts in to a ragged last block

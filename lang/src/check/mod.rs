@@ -6,6 +6,7 @@
 //! are built by [`builder::Builder`]; the TPU rules that need the whole
 //! header (tiling, VMEM budget) are in [`rules`].
 
+mod assert;
 pub mod builder;
 mod builtins;
 mod header;
@@ -60,6 +61,9 @@ pub struct Checker<'p> {
     /// The diagnostics (indices into `diags`) reported inside inlined
     /// function bodies, which get a note naming the kernel's parameters.
     pub inlined: Vec<usize>,
+    /// The parameter values of the kernel being checked, for the notes of a
+    /// failed static assertion.
+    pub shown_params: Vec<assert::ParamShown>,
 }
 
 impl<'p> Checker<'p> {
@@ -75,6 +79,7 @@ impl<'p> Checker<'p> {
             skip_tpu_rules: false,
             runtime_names: Vec::new(),
             inlined: Vec::new(),
+            shown_params: Vec::new(),
         }
     }
 
@@ -109,7 +114,21 @@ pub fn check_kernel(
     {
         return None;
     }
+    ck.shown_params = params
+        .iter()
+        .filter(|p| p.value != ParamValue::Unbound)
+        .map(|p| assert::ParamShown {
+            name: p.name.clone(),
+            value: p.value.to_string(),
+            from_command_line: param_values.iter().any(|(n, _)| *n == p.name),
+        })
+        .collect();
     let clauses = cx.clauses(ck);
+    // A false header assertion explains what the rest would only report the
+    // consequences of (a block that does not divide, a budget overrun).
+    if !cx.asserts(ck, &clauses.asserts) {
+        return None;
+    }
     let (grid, ragged) = cx.grid(ck, &clauses.grid);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
     let mut operands = cx.operands(ck, &clauses.prefetch, &grid_names);
@@ -183,7 +202,7 @@ fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
                 .iter()
                 .for_each(|d| add(&d.name, "a scalar-prefetch operand")),
             Clause::Scratch(x, _) => x.iter().for_each(|d| add(&d.name, "a scratch buffer")),
-            Clause::VmemLimit(..) => {}
+            Clause::VmemLimit(..) | Clause::Assert(_) => {}
         }
     }
     decl.inputs.iter().for_each(|o| add(&o.name, "an input"));

@@ -212,6 +212,11 @@ codes! {
         why: "Statements such as `copy_start` or an `if` without `else` yield nothing.",
         example: "let x = copy_start(a, b, s);   // error",
     }
+    STATIC_ASSERT = "PK0224" "static-assertion" {
+        what: "A kernel's `assert(cond, \"message\")` is false for the parameter values it is specialised with.",
+        why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
+        example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",

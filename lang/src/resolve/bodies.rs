@@ -67,7 +67,7 @@ pub fn check_module(p: &Program, m: ModId) -> Vec<Diag> {
                         ast::Clause::Scratch(ss, _) => {
                             names.extend(ss.iter().map(|d| d.name.name.clone()))
                         }
-                        ast::Clause::VmemLimit(..) => {}
+                        ast::Clause::VmemLimit(..) | ast::Clause::Assert(_) => {}
                     }
                 }
                 w.scopes.push(names);
@@ -172,6 +172,7 @@ impl Walker<'_> {
                 self.expr(cond);
                 self.block(body);
             }
+            Stmt::Assert(a) => self.expr(&a.cond),
         }
     }
 
