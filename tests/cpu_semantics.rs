@@ -473,7 +473,8 @@ fn float_and_bool_parameters_specialise_the_body() {
 fn dtype_queries_choose_the_branch_of_each_dtype() {
     let x: Vec<f32> = (0..256 * 128).map(|i| (i % 9) as f32 - 4.0).collect();
     let ints: Vec<i64> = x.iter().map(|v| *v as i64).collect();
-    let cases: [(&str, HostArray, fn(f32) -> f32); 4] = [
+    type Case = (&'static str, HostArray, fn(f32) -> f32);
+    let cases: [Case; 4] = [
         ("bf16", HostArray::bf16_from_f32(&[256, 128], &x), |v| {
             v * 2.0
         }),
