@@ -105,6 +105,7 @@ pub fn check_kernel(
 ) -> Option<ir::Kernel> {
     let before = ck.diags.len();
     ck.runtime_names = runtime_names(decl);
+    ck.inlined.clear();
     let mut cx = KernelCx::new(m, decl);
 
     let params = cx.params(ck, spec, param_values);
@@ -112,6 +113,7 @@ pub fn check_kernel(
         && params.iter().any(|p| p.value == ParamValue::Unbound)
         && ck.diags.len() > before
     {
+        instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
     ck.shown_params = params
@@ -127,6 +129,7 @@ pub fn check_kernel(
     // A false header assertion explains what the rest would only report the
     // consequences of (a block that does not divide, a budget overrun).
     if !cx.asserts(ck, &clauses.asserts) {
+        instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
     let (grid, ragged) = cx.grid(ck, &clauses.grid);
@@ -157,7 +160,7 @@ pub fn check_kernel(
         b.kernel_body(&decl.body);
         b.finish()
     };
-    instantiation_notes(ck, &kernel);
+    instantiation_notes(ck, &kernel.name, &kernel.params);
     if ck.diags[before..].iter().any(|d| d.is_error()) {
         return None;
     }
@@ -168,19 +171,17 @@ pub fn check_kernel(
 /// parameter values it was instantiated with: a function is checked once per
 /// call, so the same body can be right for one `-p` value and wrong for
 /// another.
-fn instantiation_notes(ck: &mut Checker, kernel: &ir::Kernel) {
-    let values: Vec<String> = kernel
-        .params
+fn instantiation_notes(ck: &mut Checker, kernel: &str, params: &[ir::Param]) {
+    let values: Vec<String> = params
         .iter()
         .filter(|p| p.value != ParamValue::Unbound)
         .map(|p| format!("{}={}", p.name, p.value))
         .collect();
     let note = if values.is_empty() {
-        format!("instantiated by kernel `{}`", kernel.name)
+        format!("instantiated by kernel `{kernel}`")
     } else {
         format!(
-            "instantiated by kernel `{}` with {}",
-            kernel.name,
+            "instantiated by kernel `{kernel}` with {}",
             values.join(", ")
         )
     };
