@@ -429,3 +429,94 @@ fn bf16_operands_match_f32_operands_of_the_same_values() {
         }
     }
 }
+
+/// Float and bool parameters: `scale` multiplies (and, without `causal`, is
+/// added), `causal` keeps the elements on and below each block's diagonal.
+/// Powers of two keep every product exact.
+#[test]
+fn float_and_bool_parameters_specialise_the_body() {
+    let (x, xa) = ints_f32(&[256, 128], |i| (i % 17) as f32 - 8.0);
+    let k = build("tests/in/params_float_bool.pk", &[]);
+    let y = k.run(vec![xa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        let (r, c) = ((i / 128) % 128, i % 128);
+        let want = if c <= r { x[i] * 0.125 } else { 0.0 };
+        assert_eq!(got, want, "default: element {i}");
+    }
+    let k = build(
+        "tests/in/params_float_bool.pk",
+        &[("scale", "-1.5"), ("causal", "false")],
+    );
+    let y = k.run(vec![xa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(
+            got,
+            x[i] * -1.5 - 1.5,
+            "scale=-1.5 causal=false: element {i}"
+        );
+    }
+    // An integer is accepted for a float parameter.
+    let k = build(
+        "tests/in/params_float_bool.pk",
+        &[("scale", "2"), ("causal", "false")],
+    );
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] * 2.0 + 2.0, "scale=2: element {i}");
+    }
+}
+
+/// Dtype queries: each dtype takes its own branch (`T == bf16`, `T != f32`)
+/// and `bits(T)` is its width: bf16 doubles, i8 adds 8, i16 adds 16, f32
+/// multiplies by 32; small integers keep every result exact.
+#[test]
+fn dtype_queries_choose_the_branch_of_each_dtype() {
+    let x: Vec<f32> = (0..256 * 128).map(|i| (i % 9) as f32 - 4.0).collect();
+    let ints: Vec<i64> = x.iter().map(|v| *v as i64).collect();
+    type Case = (&'static str, HostArray, fn(f32) -> f32);
+    let cases: [Case; 4] = [
+        ("bf16", HostArray::bf16_from_f32(&[256, 128], &x), |v| {
+            v * 2.0
+        }),
+        (
+            "i8",
+            HostArray::from_ints(DType::I8, &[256, 128], &ints),
+            |v| v + 8.0,
+        ),
+        (
+            "i16",
+            HostArray::from_ints(DType::I16, &[256, 128], &ints),
+            |v| v + 16.0,
+        ),
+        ("f32", HostArray::from_f32(&[256, 128], &x), |v| v * 32.0),
+    ];
+    for (t, input, f) in cases {
+        let k = build("tests/in/dtype_queries.pk", &[("T", t)]);
+        let y = k.run(vec![input], &threads(1)).expect("runs")[0].to_f32();
+        for (i, &got) in y.iter().enumerate() {
+            assert_eq!(got, f(x[i]), "T={t}: element {i}");
+        }
+    }
+}
+
+/// Kernels whose assertions hold run as if the assertions were absent:
+/// `y = x + 1` at the defaults and at another configuration.
+#[test]
+fn passing_static_assertions_leave_the_kernel_unchanged() {
+    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 23) as f32);
+    let k = build("tests/in/static_assert.pk", &[]);
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] + 1.0, "element {i}");
+    }
+    let (x, xa) = ints_f32(&[512, 128], |i| (i % 23) as f32);
+    let xa = HostArray::bf16_from_f32(&[512, 128], &xa.to_f32());
+    let k = build(
+        "tests/in/static_assert.pk",
+        &[("M", "512"), ("bm", "64"), ("T", "bf16")],
+    );
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for (i, &got) in y.iter().enumerate() {
+        assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
+    }
+}

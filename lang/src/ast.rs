@@ -123,6 +123,22 @@ pub struct KernelParam {
 pub enum ParamKind {
     Int,
     Dtype,
+    /// A compile-time float (`scale: float = 0.125`), a weak constant where used.
+    Float,
+    /// A compile-time bool (`causal: bool = true`), for `if` conditions.
+    Bool,
+}
+
+impl ParamKind {
+    /// What a value of this kind is, for messages: "an integer".
+    pub fn noun(self) -> &'static str {
+        match self {
+            ParamKind::Int => "an integer",
+            ParamKind::Dtype => "a dtype",
+            ParamKind::Float => "a float",
+            ParamKind::Bool => "a bool",
+        }
+    }
 }
 
 /// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`.
@@ -182,6 +198,16 @@ pub enum Clause {
     Prefetch(Vec<PrefetchDecl>, Span),
     Scratch(Vec<ScratchDecl>, Span),
     VmemLimit(Expr, Span),
+    Assert(StaticAssert),
+}
+
+/// `assert(cond, "message")`: a condition on compile-time values, checked
+/// when the kernel is specialised (in the header or a body).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticAssert {
+    pub cond: Expr,
+    pub message: Option<String>,
+    pub span: Span,
 }
 
 /// `i in M / bm parallel`
@@ -266,6 +292,7 @@ pub enum Stmt {
         body: Block,
         span: Span,
     },
+    Assert(StaticAssert),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -441,6 +468,7 @@ impl Drop for Expr {
                                 take(cond);
                                 take(&mut block_expr(body));
                             }
+                            Stmt::Assert(a) => take(&mut a.cond),
                         }
                     }
                     if let Some(t) = &mut b.tail {

@@ -61,6 +61,7 @@ pub fn too_deep(m: &Module) -> Option<Span> {
                             }
                         }),
                         Clause::VmemLimit(e, _) => w.expr(e, 0),
+                        Clause::Assert(a) => w.expr(&a.cond, 0),
                     }
                 }
                 w.block(&k.body, 0);
@@ -142,6 +143,7 @@ impl Walk {
                     self.expr(cond, d + 1);
                     self.block(body, d + 1);
                 }
+                Stmt::Assert(a) => self.expr(&a.cond, d + 1),
             }
         }
         if let Some(t) = &b.tail {

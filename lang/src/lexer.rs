@@ -58,6 +58,26 @@ fn parse_float(lex: &mut LogosLexer<Tok>) -> Result<f64, LexError> {
     s.parse::<f64>().map_err(|_| LexError::BadFloat)
 }
 
+/// A string literal's text without its quotes; `\"`, `\\` and `\n` are
+/// the escapes.
+fn string_text(lex: &mut LogosLexer<Tok>) -> String {
+    let s = lex.slice();
+    let mut out = String::new();
+    let mut chars = s[1..s.len() - 1].chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
 fn doc_text(lex: &mut LogosLexer<Tok>) -> String {
     let s = &lex.slice()[3..];
     s.strip_prefix(' ').unwrap_or(s).trim_end().to_string()
@@ -112,6 +132,11 @@ pub enum Tok {
     In,
     #[token("step")]
     Step,
+    #[token("assert")]
+    Assert,
+    /// A string literal; only assertion messages take one.
+    #[regex(r#""([^"\\\n]|\\.)*""#, string_text)]
+    Str(String),
     #[token("while")]
     While,
     #[token("grid")]
@@ -233,6 +258,7 @@ impl Tok {
             Tok::Ident(s) => format!("identifier `{s}`"),
             Tok::Int(v) => format!("integer `{v}`"),
             Tok::Float(v) => format!("number `{v}`"),
+            Tok::Str(s) => format!("string {s:?}"),
             Tok::DocComment(_) => "doc comment".into(),
             Tok::ModuleDoc(_) => "module doc comment".into(),
             Tok::Comment => "comment".into(),
@@ -255,6 +281,7 @@ impl Tok {
             Tok::In => "in",
             Tok::Step => "step",
             Tok::While => "while",
+            Tok::Assert => "assert",
             Tok::Grid => "grid",
             Tok::Scratch => "scratch",
             Tok::Prefetch => "prefetch",
@@ -309,7 +336,7 @@ impl Tok {
             Tok::StarEq => "*=",
             Tok::SlashEq => "/=",
             Tok::Underscore => "_",
-            Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) => "",
+            Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::Str(_) => "",
             Tok::DocComment(_) | Tok::ModuleDoc(_) | Tok::Comment => "",
         }
     }

@@ -183,7 +183,13 @@ fn compile_here(
     for (n, v) in &opts.params {
         let f = sources.add(format!("-p {n}"), v.clone());
         match parse::parse_expr(f, v) {
-            Ok(e) => param_exprs.push((n.clone(), check::Expr2(e))),
+            Ok(e) => param_exprs.push((
+                n.clone(),
+                check::Expr2 {
+                    expr: e,
+                    text: v.clone(),
+                },
+            )),
             Err(ds) => {
                 for d in ds {
                     diags.push(

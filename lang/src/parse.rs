@@ -88,16 +88,46 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
         lex_lines.contains(&line_of(&newlines, d.span.start as usize))
             || (open_comment && d.code.code == codes::UNEXPECTED_EOF.code)
     };
+    // Recovery skips tokens up to the next `;`. When the skipped tokens open
+    // a block (`for h in 0..4 unroll {`), the `}` that closed it now closes
+    // the enclosing one, and the parser stumbles over a `}` further on: that
+    // error follows from the first one, so it is not reported.
+    let mut unclosed = 0usize;
+    let cascade = |unclosed: &mut usize, e: &ParseError<usize, Tok, GrammarError>| {
+        let at_close = matches!(
+            e,
+            ParseError::UnrecognizedToken {
+                token: (_, Tok::RBrace, _),
+                ..
+            } | ParseError::ExtraToken {
+                token: (_, Tok::RBrace, _)
+            }
+        );
+        if at_close && *unclosed > 0 {
+            *unclosed -= 1;
+            return true;
+        }
+        false
+    };
     for r in recovered {
+        let follows = cascade(&mut unclosed, &r.error);
         let d = parse_error(file, text, r.error);
-        if !is_follow_on(&d) {
+        if !follows && !is_follow_on(&d) {
             diags.push(d);
+        }
+        for (_, t, _) in &r.dropped_tokens {
+            match t {
+                Tok::LBrace => unclosed += 1,
+                Tok::RBrace => unclosed = unclosed.saturating_sub(1),
+                _ => {}
+            }
         }
     }
     match result {
         Err(e) => {
+            let follows = cascade(&mut unclosed, &e);
             let d = parse_error(file, text, e);
-            if !is_follow_on(&d) || diags.is_empty() {
+            if (!follows && !is_follow_on(&d)) || diags.is_empty() {
                 diags.push(d);
             }
             (Module::default(), diags)
@@ -233,11 +263,11 @@ fn parse_error(file: FileId, text: &str, e: ParseError<usize, Tok, GrammarError>
             error: GrammarError::BadParamKind(span),
         } => Diag::new(
             &codes::UNEXPECTED_TOKEN,
-            "a kernel parameter is an `int` or a `dtype`",
+            "a kernel parameter is an `int`, a `float`, a `bool` or a `dtype`",
             span,
         )
         .label("unknown parameter kind")
-        .help("write `bm: int = 128` (or just `bm = 128`) or `T: dtype = bf16`"),
+        .help("write `bm: int = 128` (or just `bm = 128`), `scale: float = 0.125`, `causal: bool = true` or `T: dtype = bf16`"),
     }
 }
 

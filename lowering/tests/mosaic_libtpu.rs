@@ -69,6 +69,9 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "int8_dot" => vec![&[("M", "256"), ("N", "256")]],
         "argmax" => vec![&[("T", "f32")]],
         "edges" => vec![&[("T", "i8")]],
+        "dtype_queries" => vec![&[("T", "f32")], &[("T", "i8")], &[("T", "i16")]],
+        "static_assert" => vec![&[("M", "512"), ("bm", "64"), ("T", "bf16")]],
+        "params_float_bool" => vec![&[("scale", "-1.5"), ("causal", "false")]],
         _ => Vec::new(),
     }
 }

@@ -280,26 +280,11 @@ impl<'c, 'p> Builder<'c, 'p> {
     }
 
     pub fn unknown_dtype(&mut self, id: &ast::Ident) {
-        let d = if matches!(
-            id.name.as_str(),
-            "f64" | "i64" | "u64" | "u32" | "f16" | "c64"
-        ) {
-            Diag::new(
-                &codes::WIDE_TYPE,
-                format!("`{}` is not a TPU dtype", id.name),
-                id.span,
-            )
-            .label(if id.name == "f16" || id.name == "u32" {
-                "not supported by Mosaic"
-            } else {
-                "64-bit types do not exist on the TPU"
-            })
-            .help("use f32, bf16, i32, i16, i8 or u8")
-        } else {
+        let d = super::unsupported_dtype(&id.name, id.span).unwrap_or_else(|| {
             Diag::new(&codes::UNKNOWN_DTYPE, format!("unknown dtype `{}`", id.name), id.span)
                 .label("not a dtype")
                 .help("dtypes are f32, bf16, i32, i16, i8, u8, bool, f8e4m3fn, f8e5m2, or a `dtype` parameter")
-        };
+        });
         self.ck.error(d);
     }
 
@@ -362,10 +347,12 @@ impl<'c, 'p> Builder<'c, 'p> {
             if let Some(d) = DType::from_name(n) {
                 return Val::Dtype(d);
             }
-            if matches!(n, "f64" | "i64" | "u64") {
-                self.unknown_dtype(&path.segments[0]);
-                return Val::Err;
+            if let Some(d) = super::unsupported_dtype(n, span) {
+                return self.error(d);
             }
+        }
+        if let Some(d) = self.runtime_name(path, span) {
+            return self.error(d);
         }
         let help = self.suggest(path.last().name.as_str());
         let mut d = Diag::new(
@@ -378,6 +365,28 @@ impl<'c, 'p> Builder<'c, 'p> {
             d = d.help(h);
         }
         self.error(d)
+    }
+
+    /// A kernel's operand, grid index or scratch buffer named where only
+    /// compile-time values are visible (`grid (i in n parallel)` with `n` a
+    /// prefetch operand): the name exists, so "unknown" would mislead.
+    fn runtime_name(&self, path: &ast::Path, span: Span) -> Option<Diag> {
+        if self.mode != Mode::Const || path.segments.len() != 1 {
+            return None;
+        }
+        let n = &path.segments[0].name;
+        let (decl, kind) = self
+            .ck
+            .runtime_names
+            .iter()
+            .find(|(m, ..)| m == n)
+            .map(|(_, s, k)| (*s, *k))?;
+        Some(
+            Diag::new(&codes::NOT_CONSTANT, format!("`{n}` is not known at compile time"), span)
+                .label("a compile-time value is needed here")
+                .with(decl, format!("`{n}` is {kind}, known only when the kernel runs"))
+                .help("grid extents, shapes and block sizes are computed from parameters, constants and literals"),
+        )
     }
 
     /// A "did you mean" for a misspelt name, from what is in scope.
@@ -397,7 +406,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         for k in self.ck.program.module(self.module).names.keys() {
             consider(k);
         }
-        for k in super::builtins::NAMES {
+        for k in super::builtins::BUILTINS.iter().map(|b| b.name) {
             consider(k);
         }
         best.map(|(_, c)| format!("a name with a similar spelling exists: `{c}`"))
@@ -801,6 +810,9 @@ impl<'c, 'p> Builder<'c, 'p> {
         if let Some(v) = self.fold(op, &a, &b, span) {
             return v;
         }
+        if matches!(a, Val::Dtype(_)) || matches!(b, Val::Dtype(_)) {
+            return self.dtype_operand(op, &a, sa, &b, sb, span);
+        }
         let Some((x, y)) = self.unify(a, sa, b, sb, span) else {
             return Val::Err;
         };
@@ -857,6 +869,48 @@ impl<'c, 'p> Builder<'c, 'p> {
             AstBin::Gt => self.emit(cmp(CmpOp::Gt), booly, span),
             AstBin::Ge => self.emit(cmp(CmpOp::Ge), booly, span),
         }
+    }
+
+    /// A dtype in an operation other than a dtype query (`T == bf16`): one
+    /// diagnostic for the whole expression.
+    fn dtype_operand(
+        &mut self,
+        op: AstBin,
+        a: &Val,
+        sa: Span,
+        b: &Val,
+        sb: Span,
+        span: Span,
+    ) -> Val {
+        let both = matches!((a, b), (Val::Dtype(_), Val::Dtype(_)));
+        let (bad, bad_span) = if matches!(a, Val::Dtype(_)) && !both {
+            (b, sb)
+        } else {
+            (a, sa)
+        };
+        let d = if both {
+            Diag::new(
+                &codes::BAD_OPERAND,
+                format!(
+                    "dtypes compare only with `==` and `!=`, not `{}`",
+                    op.symbol()
+                ),
+                span,
+            )
+            .label("a dtype query")
+            .help("to compare sizes, compare `bits(T)`")
+        } else {
+            let what = self.describe(bad);
+            Diag::new(
+                &codes::WRONG_KIND,
+                "a dtype is compared only with another dtype",
+                span,
+            )
+            .label("a dtype query")
+            .with(bad_span, format!("this is {what}"))
+            .help("write `T == bf16`, or `bits(T)` for its width")
+        };
+        self.error(d)
     }
 
     /// Folds an operator on two constants.
@@ -931,6 +985,13 @@ impl<'c, 'p> Builder<'c, 'p> {
                     _ => return None,
                 })
             }
+            // Dtype queries (`T == bf16`) are decided when the kernel is
+            // specialised, like any other comparison of constants.
+            (Val::Dtype(x), Val::Dtype(y)) => match op {
+                AstBin::Eq => Some(Val::Bool(x == y)),
+                AstBin::Ne => Some(Val::Bool(x != y)),
+                _ => None,
+            },
             (Val::Bool(x), Val::Bool(y)) => Some(match op {
                 AstBin::And | AstBin::BitAnd => Val::Bool(*x && *y),
                 AstBin::Or | AstBin::BitOr => Val::Bool(*x || *y),
@@ -1446,7 +1507,10 @@ impl<'c, 'p> Builder<'c, 'p> {
                 .help("pk functions are inlined; write the repetition as a `for` loop"),
             );
         }
-        if args.len() != decl.params.len() || args.iter().any(|a| a.name.is_some()) {
+        if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
+            return self.error(crate::resolve::keyword_to_fn(decl, kw));
+        }
+        if args.len() != decl.params.len() {
             return self.error(
                 Diag::new(
                     &codes::ARITY,
@@ -1488,6 +1552,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             };
             self.bind(&p.name.name, Binding::Val(v));
         }
+        let body_start = self.ck.diags.len();
         let mut result = if ok {
             self.block_value(&decl.body)
         } else {
@@ -1496,7 +1561,17 @@ impl<'c, 'p> Builder<'c, 'p> {
         if let (true, Some(rt)) = (ok, &decl.ret) {
             result = self.check_return(rt, result, decl.body.span);
         }
+        // An error in the body depends on this call's arguments: name the
+        // call site, as each enclosing call will (rustc's "in this macro
+        // invocation"). The kernel adds its parameter values once at the end.
+        let call = format!("in this call of `{}`", decl.name.name);
+        for d in &mut self.ck.diags[body_start..] {
+            d.secondary.push((span, call.clone()));
+        }
         self.ck.call_stack.pop();
+        if self.ck.call_stack.is_empty() {
+            self.ck.inlined.extend(body_start..self.ck.diags.len());
+        }
         self.module = saved_module;
         self.scopes = saved_scopes;
         result

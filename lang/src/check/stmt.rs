@@ -101,6 +101,9 @@ impl Builder<'_, '_> {
                 span,
             } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
             Stmt::While { cond, body, span } => self.while_loop(cond, body, *span),
+            Stmt::Assert(a) => {
+                self.static_assert(a);
+            }
         }
     }
 
@@ -696,6 +699,7 @@ fn assigned_names(b: &Block, out: &mut BTreeSet<String>) {
             Stmt::Let { value, .. } => expr_assigned(value, out),
             Stmt::Expr(e) => expr_assigned(e, out),
             Stmt::For { body, .. } | Stmt::While { body, .. } => assigned_names(body, out),
+            Stmt::Assert(_) => {}
         }
     }
     if let Some(t) = &b.tail {

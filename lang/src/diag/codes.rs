@@ -212,6 +212,11 @@ codes! {
         why: "Statements such as `copy_start` or an `if` without `else` yield nothing.",
         example: "let x = copy_start(a, b, s);   // error",
     }
+    STATIC_ASSERT = "PK0224" "static-assertion" {
+        what: "A kernel's `assert(cond, \"message\")` is false for the parameter values it is specialised with.",
+        why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
+        example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
@@ -254,8 +259,8 @@ codes! {
         example: "let v = x_hbm[..];   // error\ncopy_start(x_hbm[..], buf[..], sem); copy_wait(x_hbm[..], buf[..], sem);",
     }
     WIDE_TYPE = "PK0309" "64-bit-type" {
-        what: "A 64-bit dtype (f64, i64, u64) is used.",
-        why: "TPUs have no 64-bit vector units; Mosaic rejects 64-bit types.",
+        what: "A dtype pk knows but the TPU does not support is written: a 64-bit dtype (f64, i64, u64, c64), or f16, u16 or u32. The same diagnostic is given in a declaration, a cast, `bitcast` and a `-p` value.",
+        why: "TPUs have no 64-bit vector units, and Mosaic rejects 64-bit types, f16 and unsigned types wider than 8 bits.",
         example: "x: f64[M]   // error\nx: f32[M]",
     }
     INDEX_MAP_ARITY = "PK0310" "index-map-arity" {
@@ -316,7 +321,7 @@ codes! {
     }
     BAD_PARAM_VALUE = "PK0403" "bad-parameter-value" {
         what: "A parameter value is malformed or of the wrong kind.",
-        why: "Integer parameters take integers (or constant expressions); dtype parameters take a dtype name.",
+        why: "Integer parameters take integers (or constant expressions); float parameters take numbers; bool parameters take `true` or `false`; dtype parameters take a dtype name.",
         example: "-p bm=big   // error\n-p bm=256",
     }
     INTERNAL = "PK0999" "internal-error" {

@@ -508,8 +508,23 @@ pub struct Scratch {
 pub enum ParamValue {
     Int(i64),
     Dtype(DType),
+    Float(f64),
+    Bool(bool),
     /// No value in this specialisation (`pkc check` only).
     Unbound,
+}
+
+impl std::fmt::Display for ParamValue {
+    /// A value as `-p` would take it (`1024`, `bf16`, `0.5`, `true`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Dtype(d) => write!(f, "{d}"),
+            ParamValue::Float(x) => write!(f, "{x:?}"),
+            ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::Unbound => f.write_str("?"),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -18,6 +18,8 @@ pub fn kernel(k: &Kernel) -> String {
         .map(|p| match &p.value {
             ParamValue::Int(v) => format!("{} = {v}", p.name),
             ParamValue::Dtype(d) => format!("{} = {d}", p.name),
+            ParamValue::Float(x) => format!("{} = {x:?}", p.name),
+            ParamValue::Bool(b) => format!("{} = {b}", p.name),
             ParamValue::Unbound => p.name.clone(),
         })
         .collect::<Vec<_>>()

@@ -9,7 +9,7 @@
 
 use super::{ItemRef, ModId, Program};
 use crate::ast::{self, Expr, ExprKind, Item, Stmt};
-use crate::check::builtins_names;
+use crate::check::{is_builtin, unsupported_dtype};
 use crate::diag::{codes, Diag};
 use crate::ir::DType;
 use std::collections::HashSet;
@@ -67,7 +67,7 @@ pub fn check_module(p: &Program, m: ModId) -> Vec<Diag> {
                         ast::Clause::Scratch(ss, _) => {
                             names.extend(ss.iter().map(|d| d.name.name.clone()))
                         }
-                        ast::Clause::VmemLimit(..) => {}
+                        ast::Clause::VmemLimit(..) | ast::Clause::Assert(_) => {}
                     }
                 }
                 w.scopes.push(names);
@@ -110,19 +110,11 @@ impl Walker<'_> {
             Some(ItemRef::Const(..))
         );
         if !self.local(n) && !is_const && DType::from_name(n).is_none() {
-            let d = if matches!(n.as_str(), "f64" | "i64" | "u64") {
-                Diag::new(
-                    &codes::WIDE_TYPE,
-                    format!("`{n}` is not a TPU dtype"),
-                    t.dtype.span,
-                )
-                .label("64-bit types do not exist on the TPU")
-                .help("use f32 or i32")
-            } else {
+            let d = unsupported_dtype(n, t.dtype.span).unwrap_or_else(|| {
                 Diag::new(&codes::UNKNOWN_DTYPE, format!("unknown dtype `{n}`"), t.dtype.span)
                     .label("not a dtype or generic")
                     .help("declare generic dtypes in `fn name<T>`; dtypes are f32, bf16, i32, i16, i8, u8, bool, f8e4m3fn, f8e5m2")
-            };
+            });
             self.diags.push(d);
         }
         for d in t.shape.iter().flatten() {
@@ -180,6 +172,7 @@ impl Walker<'_> {
                 self.expr(cond);
                 self.block(body);
             }
+            Stmt::Assert(a) => self.expr(&a.cond),
         }
     }
 
@@ -193,7 +186,7 @@ impl Walker<'_> {
                 self.expr(b);
             }
             ExprKind::Call(p, args) => {
-                self.callee(p, args.len(), e.span);
+                self.callee(p, args, e.span);
                 for a in args {
                     self.expr(&a.value);
                 }
@@ -233,6 +226,12 @@ impl Walker<'_> {
         if self.p.lookup(self.m, &p.segments).is_some() {
             return;
         }
+        if let Some(d) =
+            unsupported_dtype(p.segments[0].name.as_str(), p.span).filter(|_| p.segments.len() == 1)
+        {
+            self.diags.push(d);
+            return;
+        }
         self.diags.push(
             Diag::new(
                 &codes::UNKNOWN_NAME,
@@ -244,11 +243,14 @@ impl Walker<'_> {
         );
     }
 
-    fn callee(&mut self, p: &ast::Path, nargs: usize, span: crate::span::Span) {
+    fn callee(&mut self, p: &ast::Path, args: &[ast::Arg], span: crate::span::Span) {
+        let nargs = args.len();
         match self.p.lookup(self.m, &p.segments) {
             Some(ItemRef::Fn(m, i)) => {
                 if let Some(f) = self.p.fn_decl(m, i) {
-                    if f.params.len() != nargs {
+                    if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
+                        self.diags.push(keyword_to_fn(f, kw));
+                    } else if f.params.len() != nargs {
                         self.diags.push(
                             Diag::new(
                                 &codes::ARITY,
@@ -269,7 +271,7 @@ impl Walker<'_> {
             Some(_) => {}
             None => {
                 let n = p.segments[0].name.as_str();
-                if p.segments.len() == 1 && (builtins_names().contains(&n) || self.local(n)) {
+                if p.segments.len() == 1 && (is_builtin(n) || self.local(n)) {
                     return;
                 }
                 self.diags.push(
@@ -326,4 +328,25 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// A keyword argument in a call of a `.pk` function: only builtins take
+/// keywords, so the argument count would be the wrong thing to complain about.
+pub(crate) fn keyword_to_fn(f: &ast::FnDecl, kw: &ast::Ident) -> Diag {
+    Diag::new(
+        &codes::UNKNOWN_ARGUMENT,
+        format!("`{}` does not take keyword arguments", f.name.name),
+        kw.span,
+    )
+    .label(format!("keyword `{}`", kw.name))
+    .with(f.name.span, "defined here")
+    .help(format!(
+        "functions written in pk take their arguments by position: `{}({})`",
+        f.name.name,
+        f.params
+            .iter()
+            .map(|p| p.name.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }

@@ -358,6 +358,8 @@ fn manifest(
                 let v = match &p.value {
                     ParamValue::Int(v) => v.to_string(),
                     ParamValue::Dtype(d) => d.name().to_string(),
+                    ParamValue::Float(x) => format!("{x:?}"),
+                    ParamValue::Bool(b) => b.to_string(),
                     ParamValue::Unbound => "?".into(),
                 };
                 (p.name.clone(), v)

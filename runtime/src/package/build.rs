@@ -281,6 +281,8 @@ fn dir_name(k: &ir::Kernel, given: &[(String, String)]) -> String {
         let value = match &p.value {
             ir::ParamValue::Int(v) => v.to_string(),
             ir::ParamValue::Dtype(d) => format!("_{}", d.name()),
+            ir::ParamValue::Float(x) => format!("{x:?}"),
+            ir::ParamValue::Bool(b) => format!("_{b}"),
             ir::ParamValue::Unbound => continue,
         };
         name.push('-');

@@ -52,15 +52,18 @@ pub struct Manifest {
     pub toolchain: Toolchain,
 }
 
-/// A parameter value: an integer or a dtype name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A parameter value: an integer, a float, a bool or a dtype name. (Untagged:
+/// JSON `3` reads as an integer before it could read as a float.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValueEntry {
     Int(i64),
+    Float(f64),
+    Bool(bool),
     Dtype(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Param {
     pub name: String,
     pub value: ParamValueEntry,
@@ -202,6 +205,8 @@ impl Manifest {
                     value: match &p.value {
                         ParamValue::Int(v) => ParamValueEntry::Int(*v),
                         ParamValue::Dtype(d) => ParamValueEntry::Dtype(d.name().to_string()),
+                        ParamValue::Float(x) => ParamValueEntry::Float(*x),
+                        ParamValue::Bool(b) => ParamValueEntry::Bool(*b),
                         // A built kernel is specialised; this keeps the
                         // description total rather than panicking.
                         ParamValue::Unbound => ParamValueEntry::Dtype("unbound".to_string()),

@@ -1,520 +1,18 @@
-//! Builtin functions: math, reductions, `dot`, shape ops, constructors,
-//! grid queries and DMA. Each is a short rule that checks its arguments and
-//! emits IR; the table of names is [`NAMES`].
+//! The longer builtin rules, as methods of [`Builder`]: reductions,
+//! `where`, `bitcast`, `iota`, shape ops, `dot`, grid queries and DMA. The
+//! table in [`super::BUILTINS`] says which builtin calls which.
 
-use super::builder::{Builder, Mode};
-use super::value::Val;
+use super::Args;
 use crate::ast::{self, BinOp as AstBin, Expr};
+use crate::check::builder::{Builder, Mode};
+use crate::check::value::Val;
 use crate::diag::{codes, Diag};
-use crate::ir::{BinaryOp, DType, Dim, OpKind, ReduceOp, Type, UnaryOp, Value};
+use crate::ir::{BinaryOp, DType, Dim, OpKind, ReduceOp, Type, Value};
 use crate::span::Span;
 
-/// Every builtin name (for suggestions and docs).
-pub const NAMES: &[&str] = &[
-    "exp",
-    "exp2",
-    "log",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "tanh",
-    "sin",
-    "cos",
-    "abs",
-    "floor",
-    "ceil",
-    "round",
-    "erf",
-    "logistic",
-    "sigmoid",
-    "sign",
-    "pow",
-    "max",
-    "min",
-    "maximum",
-    "minimum",
-    "where",
-    "select",
-    "cast",
-    "bitcast",
-    "iota",
-    "zeros",
-    "ones",
-    "full",
-    "broadcast",
-    "reshape",
-    "transpose",
-    "roll",
-    "sum",
-    "mean",
-    "argmax",
-    "argmin",
-    "dot",
-    "program_id",
-    "num_programs",
-    "cdiv",
-    "copy_start",
-    "copy_wait",
-    "ds",
-];
-
-/// Positional and keyword arguments of one call.
-struct Args<'a> {
-    pos: Vec<&'a Expr>,
-    kw: Vec<(&'a ast::Ident, &'a Expr)>,
-}
-
-impl<'a> Args<'a> {
-    fn kw(&self, name: &str) -> Option<&'a Expr> {
-        self.kw
-            .iter()
-            .find(|(k, _)| k.name == name)
-            .map(|(_, e)| *e)
-    }
-}
-
-fn math_op(name: &str) -> Option<UnaryOp> {
-    Some(match name {
-        "exp" => UnaryOp::Exp,
-        "exp2" => UnaryOp::Exp2,
-        "log" => UnaryOp::Log,
-        "log1p" => UnaryOp::Log1p,
-        "sqrt" => UnaryOp::Sqrt,
-        "rsqrt" => UnaryOp::Rsqrt,
-        "tanh" => UnaryOp::Tanh,
-        "sin" => UnaryOp::Sin,
-        "cos" => UnaryOp::Cos,
-        "floor" => UnaryOp::Floor,
-        "ceil" => UnaryOp::Ceil,
-        "round" => UnaryOp::Round,
-        "erf" => UnaryOp::Erf,
-        "logistic" | "sigmoid" => UnaryOp::Logistic,
-        _ => return None,
-    })
-}
-
 impl Builder<'_, '_> {
-    fn args<'a>(
-        &mut self,
-        name: &str,
-        args: &'a [ast::Arg],
-        pos: std::ops::RangeInclusive<usize>,
-        kws: &[&str],
-        span: Span,
-    ) -> Option<Args<'a>> {
-        let mut out = Args {
-            pos: Vec::new(),
-            kw: Vec::new(),
-        };
-        for a in args {
-            match &a.name {
-                None if !out.kw.is_empty() => {
-                    self.error(
-                        Diag::new(
-                            &codes::ARITY,
-                            "positional argument after a keyword argument",
-                            a.value.span,
-                        )
-                        .label("move it before the keywords"),
-                    );
-                    return None;
-                }
-                None => out.pos.push(&a.value),
-                Some(k) => {
-                    if !kws.contains(&k.name.as_str()) {
-                        let help = if kws.is_empty() {
-                            format!("`{name}` takes no keyword arguments")
-                        } else {
-                            format!("`{name}` accepts: {}", kws.join(", "))
-                        };
-                        self.error(
-                            Diag::new(
-                                &codes::UNKNOWN_ARGUMENT,
-                                format!("`{name}` has no argument `{}`", k.name),
-                                k.span,
-                            )
-                            .label("unknown keyword")
-                            .help(help),
-                        );
-                        return None;
-                    }
-                    out.kw.push((k, &a.value));
-                }
-            }
-        }
-        if !pos.contains(&out.pos.len()) {
-            let want = if pos.start() == pos.end() {
-                format!("{}", pos.start())
-            } else {
-                format!("{} to {}", pos.start(), pos.end())
-            };
-            self.error(
-                Diag::new(
-                    &codes::ARITY,
-                    format!(
-                        "`{name}` takes {want} positional arguments, {} given",
-                        out.pos.len()
-                    ),
-                    span,
-                )
-                .label("wrong number of arguments")
-                .help(signature(name)),
-            );
-            return None;
-        }
-        Some(out)
-    }
-
-    fn float_value(&mut self, name: &str, e: &Expr) -> Option<Value> {
-        let v = self.expr(e);
-        let v = if let Val::Int(_) = v {
-            self.cast(v, DType::F32, e.span)
-        } else {
-            v
-        };
-        let x = self.value(v, e.span)?;
-        let t = self.ty(x);
-        if !t.dtype().is_float() {
-            self.error(
-                Diag::new(
-                    &codes::BAD_OPERAND,
-                    format!("`{name}` needs a float, found `{t}`"),
-                    e.span,
-                )
-                .label(format!("this is {t}"))
-                .help("convert first: `x as f32`"),
-            );
-            return None;
-        }
-        Some(x)
-    }
-
-    /// A compile-time bool keyword argument.
-    fn const_bool(&mut self, e: Option<&Expr>, default: bool) -> Option<bool> {
-        let Some(e) = e else {
-            return Some(default);
-        };
-        match self.const_expr(e) {
-            Val::Bool(b) => Some(b),
-            Val::Err => None,
-            _ => {
-                self.error(
-                    Diag::new(&codes::NOT_CONSTANT, "expected `true` or `false`", e.span)
-                        .label("not a constant bool"),
-                );
-                None
-            }
-        }
-    }
-
-    /// A dtype argument.
-    fn dtype_arg(&mut self, e: &Expr) -> Option<DType> {
-        if let ast::ExprKind::Name(p) = &e.kind {
-            if p.segments.len() == 1 && DType::from_name(&p.segments[0].name).is_none() {
-                let v = self.expr(e);
-                return match v {
-                    Val::Dtype(d) => Some(d),
-                    Val::Err => None,
-                    _ => {
-                        self.error(
-                            Diag::new(&codes::WRONG_KIND, "expected a dtype", e.span)
-                                .label("not a dtype"),
-                        );
-                        None
-                    }
-                };
-            }
-            if p.segments.len() == 1 {
-                return self.dtype_name(&p.segments[0]);
-            }
-        }
-        self.error(
-            Diag::new(&codes::WRONG_KIND, "expected a dtype", e.span)
-                .label("not a dtype")
-                .help("write a dtype such as `f32`"),
-        );
-        None
-    }
-
-    /// A list of compile-time sizes: `[8, 128]`.
-    fn shape_arg(&mut self, e: &Expr) -> Option<Vec<Dim>> {
-        let ast::ExprKind::List(items) = &e.kind else {
-            self.error(
-                Diag::new(&codes::ARITY, "expected a shape like `[8, 128]`", e.span)
-                    .label("not a list"),
-            );
-            return None;
-        };
-        let mut out = Vec::new();
-        for i in items {
-            out.push(self.const_dim(i, "a dimension")?);
-        }
-        Some(out)
-    }
-
-    /// An axis for a value of `rank` (negative counts from the end).
-    fn axis_arg(&mut self, e: &Expr, rank: usize) -> Option<usize> {
-        let a = self.const_int(e, "an axis")?;
-        let r = rank as i64;
-        let n = if a < 0 { a + r } else { a };
-        if n < 0 || n >= r {
-            self.error(
-                Diag::new(
-                    &codes::BAD_AXIS,
-                    format!("axis {a} is out of range for rank {rank}"),
-                    e.span,
-                )
-                .label("no such axis")
-                .help(format!("axes are 0..{rank}, or negative from the end")),
-            );
-            return None;
-        }
-        Some(n as usize)
-    }
-
-    /// Runs a builtin; `None` if `name` is not one.
-    /// Checks a call of builtin `name`; `None` when `name` is no builtin.
-    /// A builtin called with bad arguments is an error value, never `None`.
-    pub fn builtin(&mut self, name: &str, args: &[ast::Arg], span: Span) -> Option<Val> {
-        if !NAMES.contains(&name) {
-            return None;
-        }
-        Some(self.builtin_call(name, args, span).unwrap_or(Val::Err))
-    }
-
-    fn builtin_call(&mut self, name: &str, args: &[ast::Arg], span: Span) -> Option<Val> {
-        if let Some(op) = math_op(name) {
-            let a = self.args(name, args, 1..=1, &[], span)?;
-            let x = self.float_value(name, a.pos[0]);
-            return Some(match x {
-                Some(x) => {
-                    let t = self.ty(x);
-                    self.emit(OpKind::Unary(op, x), t, span)
-                }
-                None => Val::Err,
-            });
-        }
-        let v = match name {
-            "abs" | "sign" => {
-                let a = self.args(name, args, 1..=1, &[], span)?;
-                let v = self.expr(a.pos[0]);
-                match v {
-                    Val::Int(d) if name == "abs" => {
-                        return Some(match d.known().map(i64::checked_abs) {
-                            Some(Some(x)) => Val::Int(Dim::Known(x)),
-                            Some(None) => self.error(
-                                Diag::new(
-                                    &codes::CONST_EVAL,
-                                    "constant arithmetic overflows",
-                                    span,
-                                )
-                                .label("the absolute value does not fit in 64 bits"),
-                            ),
-                            None => Val::Int(d),
-                        });
-                    }
-                    Val::Float(f) if name == "abs" => return Some(Val::Float(f.abs())),
-                    _ => {}
-                }
-                let Some(x) = self.value(v, a.pos[0].span) else {
-                    return Some(Val::Err);
-                };
-                let t = self.ty(x);
-                if t.dtype() == DType::Bool {
-                    return Some(
-                        self.error(
-                            Diag::new(
-                                &codes::BAD_OPERAND,
-                                format!("`{name}` needs a number, found `{t}`"),
-                                a.pos[0].span,
-                            )
-                            .label("bool"),
-                        ),
-                    );
-                }
-                let op = if name == "abs" {
-                    UnaryOp::Abs
-                } else {
-                    UnaryOp::Sign
-                };
-                self.emit(OpKind::Unary(op, x), t, span)
-            }
-            "pow" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                let x = self.expr(a.pos[0]);
-                let y = self.expr(a.pos[1]);
-                if let (Val::Float(p), Val::Float(q)) = (&x, &y) {
-                    return Some(Val::Float(p.powf(*q)));
-                }
-                self.float_binary(
-                    BinaryOp::Pow,
-                    name,
-                    x,
-                    a.pos[0].span,
-                    y,
-                    a.pos[1].span,
-                    span,
-                )
-            }
-            "maximum" | "minimum" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                self.minmax(name == "maximum", &a, span)
-            }
-            "max" | "min" => {
-                let a = self.args(name, args, 1..=2, &["axis", "keepdims"], span)?;
-                if a.pos.len() == 2 {
-                    if !a.kw.is_empty() {
-                        return Some(self.error(Diag::new(&codes::UNKNOWN_ARGUMENT, format!("two-argument `{name}` is elementwise and takes no keywords"), span).label("keywords given")));
-                    }
-                    self.minmax(name == "max", &a, span)
-                } else {
-                    self.reduce(
-                        if name == "max" {
-                            ReduceOp::Max
-                        } else {
-                            ReduceOp::Min
-                        },
-                        &a,
-                        span,
-                    )
-                }
-            }
-            "sum" | "argmax" | "argmin" | "mean" => {
-                let a = self.args(name, args, 1..=1, &["axis", "keepdims"], span)?;
-                let op = match name {
-                    "argmax" => ReduceOp::ArgMax,
-                    "argmin" => ReduceOp::ArgMin,
-                    _ => ReduceOp::Sum,
-                };
-                let v = self.expr(a.pos[0]);
-                let Some(x) = self.value(v, a.pos[0].span) else {
-                    return Some(Val::Err);
-                };
-                if name == "mean" {
-                    self.mean(x, &a, span)
-                } else {
-                    self.reduce_value(op, x, &a, span)
-                }
-            }
-            "where" | "select" => {
-                let a = self.args(name, args, 3..=3, &[], span)?;
-                self.select(&a, span)
-            }
-            "cast" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                let v = self.expr(a.pos[0]);
-                match self.dtype_arg(a.pos[1]) {
-                    Some(d) => self.cast(v, d, span),
-                    None => Val::Err,
-                }
-            }
-            "bitcast" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                self.bitcast(&a, span)
-            }
-            "iota" => {
-                let a = self.args(name, args, 3..=3, &[], span)?;
-                self.iota(&a, span)
-            }
-            "zeros" | "ones" | "full" => {
-                let n = if name == "full" { 3 } else { 2 };
-                let a = self.args(name, args, n..=n, &[], span)?;
-                let (Some(d), Some(shape)) = (self.dtype_arg(a.pos[0]), self.shape_arg(a.pos[1]))
-                else {
-                    return Some(Val::Err);
-                };
-                let fill = match name {
-                    "zeros" => Val::Int(Dim::Known(0)),
-                    "ones" => Val::Int(Dim::Known(1)),
-                    _ => self.expr(a.pos[2]),
-                };
-                let fill = if d == DType::Bool {
-                    match fill {
-                        Val::Int(x) => Val::Bool(x != Dim::Known(0)),
-                        other => other,
-                    }
-                } else {
-                    fill
-                };
-                let sp = a.pos.last().map(|e| e.span).unwrap_or(span);
-                match self.coerce(fill, &Type::of(d, shape), sp) {
-                    Some(x) => Val::V(x),
-                    None => Val::Err,
-                }
-            }
-            "broadcast" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                let v = self.expr(a.pos[0]);
-                let Some(shape) = self.shape_arg(a.pos[1]) else {
-                    return Some(Val::Err);
-                };
-                let Some(x) = self.value(v, a.pos[0].span) else {
-                    return Some(Val::Err);
-                };
-                match self.broadcast_to(x, &shape, span) {
-                    Some(x) => Val::V(x),
-                    None => Val::Err,
-                }
-            }
-            "reshape" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                self.reshape(&a, span)
-            }
-            "transpose" => {
-                let a = self.args(name, args, 1..=2, &[], span)?;
-                self.transpose(&a, span)
-            }
-            "roll" => {
-                let a = self.args(name, args, 3..=3, &[], span)?;
-                self.roll(&a, span)
-            }
-            "dot" => {
-                let a = self.args(name, args, 2..=2, &["trans_a", "trans_b", "acc"], span)?;
-                self.dot(&a, span)
-            }
-            "program_id" | "num_programs" => {
-                let a = self.args(name, args, 1..=1, &[], span)?;
-                self.grid_query(name == "program_id", a.pos[0], span)
-            }
-            "cdiv" => {
-                let a = self.args(name, args, 2..=2, &[], span)?;
-                let x = self.expr(a.pos[0]);
-                let y = self.expr(a.pos[1]);
-                if let (Val::Int(p), Val::Int(q)) = (&x, &y) {
-                    return Some(match Dim::bin(crate::ir::SymOp::CDiv, p, q) {
-                        Some(d) => Val::Int(d),
-                        None => self.error(
-                            Diag::new(&codes::CONST_EVAL, "`cdiv` by zero", span)
-                                .label("division by zero"),
-                        ),
-                    });
-                }
-                // (x + y - 1) / y on run-time integers.
-                let (sx, sy) = (a.pos[0].span, a.pos[1].span);
-                let s = self.binary(AstBin::Add, x, sx, y.clone(), sy, span);
-                let s = self.binary(AstBin::Sub, s, span, Val::Int(Dim::Known(1)), span, span);
-                self.binary(AstBin::Div, s, span, y, sy, span)
-            }
-            "copy_start" | "copy_wait" => {
-                let a = self.args(name, args, 3..=3, &[], span)?;
-                self.dma(name == "copy_start", &a, span)
-            }
-            "ds" => self.error(
-                Diag::new(
-                    &codes::WRONG_KIND,
-                    "`ds(start, size)` is only valid inside a ref subscript",
-                    span,
-                )
-                .label("not in a subscript")
-                .help("write `x[ds(start, size)]`"),
-            ),
-            _ => return None,
-        };
-        Some(v)
-    }
-
     #[allow(clippy::too_many_arguments)]
-    fn float_binary(
+    pub(super) fn float_binary(
         &mut self,
         op: BinaryOp,
         name: &str,
@@ -541,7 +39,7 @@ impl Builder<'_, '_> {
         self.emit(OpKind::Binary(op, x, y), t, span)
     }
 
-    fn minmax(&mut self, is_max: bool, a: &Args, span: Span) -> Val {
+    pub(super) fn minmax(&mut self, is_max: bool, a: &Args, span: Span) -> Val {
         let x = self.expr(a.pos[0]);
         let y = self.expr(a.pos[1]);
         match (&x, &y) {
@@ -571,7 +69,7 @@ impl Builder<'_, '_> {
         self.emit(OpKind::Binary(op, x, y), t, span)
     }
 
-    fn reduce(&mut self, op: ReduceOp, a: &Args, span: Span) -> Val {
+    pub(super) fn reduce(&mut self, op: ReduceOp, a: &Args, span: Span) -> Val {
         let v = self.expr(a.pos[0]);
         let Some(x) = self.value(v, a.pos[0].span) else {
             return Val::Err;
@@ -580,7 +78,7 @@ impl Builder<'_, '_> {
     }
 
     /// Reduces the already checked first argument `x` of call `a`.
-    fn reduce_value(&mut self, op: ReduceOp, x: Value, a: &Args, span: Span) -> Val {
+    pub(super) fn reduce_value(&mut self, op: ReduceOp, x: Value, a: &Args, span: Span) -> Val {
         let t = self.ty(x);
         if t.is_scalar() {
             return self.error(
@@ -661,7 +159,7 @@ impl Builder<'_, '_> {
         Val::V(cur)
     }
 
-    fn mean(&mut self, x: Value, a: &Args, span: Span) -> Val {
+    pub(super) fn mean(&mut self, x: Value, a: &Args, span: Span) -> Val {
         let t = self.ty(x);
         if !t.dtype().is_float() {
             return self.error(
@@ -688,7 +186,7 @@ impl Builder<'_, '_> {
         self.binary(AstBin::Div, sum, span, Val::Float(n), span, span)
     }
 
-    fn select(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn select(&mut self, a: &Args, span: Span) -> Val {
         let c = self.expr(a.pos[0]);
         let x = self.expr(a.pos[1]);
         let y = self.expr(a.pos[2]);
@@ -749,7 +247,7 @@ impl Builder<'_, '_> {
         )
     }
 
-    fn bitcast(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn bitcast(&mut self, a: &Args, span: Span) -> Val {
         let v = self.expr(a.pos[0]);
         let Some(d) = self.dtype_arg(a.pos[1]) else {
             return Val::Err;
@@ -774,7 +272,7 @@ impl Builder<'_, '_> {
         self.emit(OpKind::Bitcast(x), t.with_dtype(d), span)
     }
 
-    fn iota(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn iota(&mut self, a: &Args, span: Span) -> Val {
         let (Some(d), Some(shape)) = (self.dtype_arg(a.pos[0]), self.shape_arg(a.pos[1])) else {
             return Val::Err;
         };
@@ -809,7 +307,7 @@ impl Builder<'_, '_> {
         }
     }
 
-    fn reshape(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn reshape(&mut self, a: &Args, span: Span) -> Val {
         let v = self.expr(a.pos[0]);
         let Some(shape) = self.shape_arg(a.pos[1]) else {
             return Val::Err;
@@ -838,7 +336,7 @@ impl Builder<'_, '_> {
         self.emit(OpKind::Reshape(x), new, span)
     }
 
-    fn transpose(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn transpose(&mut self, a: &Args, span: Span) -> Val {
         let v = self.expr(a.pos[0]);
         let Some(x) = self.value(v, a.pos[0].span) else {
             return Val::Err;
@@ -893,7 +391,7 @@ impl Builder<'_, '_> {
         self.emit(OpKind::Transpose(x, perm), Type::of(t.dtype(), shape), span)
     }
 
-    fn roll(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn roll(&mut self, a: &Args, span: Span) -> Val {
         let v = self.expr(a.pos[0]);
         let Some(x) = self.value(v, a.pos[0].span) else {
             return Val::Err;
@@ -932,7 +430,7 @@ impl Builder<'_, '_> {
         )
     }
 
-    fn dot(&mut self, a: &Args, span: Span) -> Val {
+    pub(super) fn dot(&mut self, a: &Args, span: Span) -> Val {
         let x = self.expr(a.pos[0]);
         let y = self.expr(a.pos[1]);
         let (Some(trans_lhs), Some(trans_rhs)) = (
@@ -1034,7 +532,7 @@ impl Builder<'_, '_> {
         )
     }
 
-    fn grid_query(&mut self, is_id: bool, e: &Expr, span: Span) -> Val {
+    pub(super) fn grid_query(&mut self, is_id: bool, e: &Expr, span: Span) -> Val {
         let Some(axis) = self.const_int(e, "a grid axis") else {
             return Val::Err;
         };
@@ -1063,7 +561,7 @@ impl Builder<'_, '_> {
         }
     }
 
-    fn dma(&mut self, start: bool, a: &Args, span: Span) -> Val {
+    pub(super) fn dma(&mut self, start: bool, a: &Args, span: Span) -> Val {
         if self.mode != Mode::Body {
             return self.error(
                 Diag::new(
@@ -1149,27 +647,4 @@ impl Builder<'_, '_> {
         self.f.push(self.cur, kind, &[], span);
         Val::Unit
     }
-}
-
-/// The one-line signature of a builtin, for help texts.
-fn signature(name: &str) -> String {
-    let s = match name {
-        "pow" | "maximum" | "minimum" => "(a, b)",
-        "max" | "min" => "(a, b) elementwise, or (x, axis=, keepdims=) to reduce",
-        "sum" | "mean" | "argmax" | "argmin" => "(x, axis=, keepdims=)",
-        "where" | "select" => "(cond, a, b)",
-        "cast" | "bitcast" => "(x, dtype)",
-        "iota" => "(dtype, [shape], dim)",
-        "zeros" | "ones" => "(dtype, [shape])",
-        "full" => "(dtype, [shape], value)",
-        "broadcast" | "reshape" => "(x, [shape])",
-        "transpose" => "(x) or (x, [perm])",
-        "roll" => "(x, shift, axis)",
-        "dot" => "(a, b, trans_a=false, trans_b=false, acc=f32)",
-        "program_id" | "num_programs" => "(axis)",
-        "cdiv" => "(a, b)",
-        "copy_start" | "copy_wait" => "(src_window, dst_window, sem)",
-        _ => "(x)",
-    };
-    format!("usage: {name}{s}")
 }

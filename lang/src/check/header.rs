@@ -1,0 +1,608 @@
+//! The kernel header, one stage per part: parameters, clauses, grid,
+//! operands, aliases, scratch and the VMEM limit. [`super::check_kernel`]
+//! runs the stages in this order over one [`KernelCx`].
+//!
+//! invariant: names are declared (and duplicates reported) in source-stage
+//! order: parameters, grid indices, operands (prefetch, inputs, outputs),
+//! scratch. Each stage sees, by name, only what the stages before it bound,
+//! so a default or a shape can use earlier parameters but not operands.
+
+use super::builder::{Binding, Builder};
+use super::value::Val;
+use super::{describe_const, missing_param, unknown_name, unsupported_dtype, Checker, Expr2, Spec};
+use crate::ast::{self, BlockDim as AstBlockDim, Clause, ParamKind, Placement};
+use crate::diag::{codes, Diag};
+use crate::ir::{self, Arena, BlockDim, Dim, ParamValue, RefDecl, RefOrigin, RefType, Role, Space};
+use crate::resolve::ModId;
+use crate::span::Span;
+use std::collections::HashMap;
+
+/// What the header stages share: the kernel's refs, the names bound so far
+/// and the first declaration of each name.
+pub(super) struct KernelCx<'a> {
+    pub m: ModId,
+    pub decl: &'a ast::KernelDecl,
+    pub refs: Arena<RefDecl>,
+    /// What the body (and later header stages) see by name.
+    pub bindings: Vec<(String, Binding)>,
+    seen: HashMap<String, Span>,
+}
+
+/// The clauses of a kernel, gathered (`grid`, `prefetch`, `scratch` may be
+/// split across several clauses of the same kind only by mistake, which
+/// [`KernelCx::clauses`] reports).
+#[derive(Default)]
+pub(super) struct Clauses<'a> {
+    pub grid: Vec<&'a ast::GridDim>,
+    pub prefetch: Vec<&'a ast::PrefetchDecl>,
+    pub scratch: Vec<&'a ast::ScratchDecl>,
+    pub vmem_limit: Option<&'a ast::Expr>,
+    pub asserts: Vec<&'a ast::StaticAssert>,
+}
+
+impl<'a> KernelCx<'a> {
+    pub fn new(m: ModId, decl: &'a ast::KernelDecl) -> Self {
+        KernelCx {
+            m,
+            decl,
+            refs: Arena::new(),
+            bindings: Vec::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// A builder for compile-time expressions over the names bound so far.
+    fn constant<'c, 'p>(&'c self, ck: &'c mut Checker<'p>) -> Builder<'c, 'p> {
+        Builder::constant(ck, self.m, &self.refs, &self.bindings)
+    }
+
+    /// Records a declaration, reporting a name declared twice.
+    fn declare(&mut self, ck: &mut Checker, name: &ast::Ident) {
+        if let Some(first) = self.seen.get(&name.name) {
+            ck.error(
+                Diag::new(&codes::DUPLICATE, format!("`{}` is declared twice in kernel", name.name), name.span)
+                    .label("second declaration")
+                    .with(*first, "first declared here")
+                    .help("parameters, operands, grid indices and scratch buffers share one namespace; rename one"),
+            );
+        } else {
+            self.seen.insert(name.name.clone(), name.span);
+        }
+    }
+
+    /// Parameters, in order: each default may use the ones before it.
+    pub fn params(
+        &mut self,
+        ck: &mut Checker,
+        spec: &Spec,
+        param_values: &[(String, Expr2)],
+    ) -> Vec<ir::Param> {
+        let mut params = Vec::new();
+        for p in &self.decl.params {
+            self.declare(ck, &p.name);
+            let given = param_values
+                .iter()
+                .find(|(n, _)| *n == p.name.name)
+                .map(|(_, e)| e);
+            let val = self.param_value(ck, p, given);
+            let (bound, value) = self.param_binding(ck, spec, p, given, val);
+            self.bindings
+                .push((p.name.name.clone(), Binding::Val(bound)));
+            params.push(ir::Param {
+                name: p.name.name.clone(),
+                value,
+                docs: p.docs.clone(),
+            });
+        }
+        params
+    }
+
+    /// The value of one parameter: its `-p` value, else its default, else
+    /// [`Val::Unit`].
+    fn param_value(&self, ck: &mut Checker, p: &ast::KernelParam, given: Option<&Expr2>) -> Val {
+        let mut b = self.constant(ck);
+        match (given, &p.default) {
+            (Some(e), _) => match unknown_name(&e.expr, &self.bindings) {
+                Some(bad) if unsupported_dtype(&bad.name, bad.span).is_some() => {
+                    b.error(unsupported_dtype(&bad.name, bad.span).expect("checked above"))
+                }
+                Some(bad) => {
+                    let want = p.kind.noun();
+                    b.error(
+                        Diag::new(
+                            &codes::BAD_PARAM_VALUE,
+                            format!("parameter `{}` takes {want}", p.name.name),
+                            bad.span,
+                        )
+                        .label(format!(
+                            "`{}` is not a number, dtype or parameter",
+                            bad.name
+                        ))
+                        .help(
+                            "values are integers, integer expressions of earlier parameters \
+                             (`4 * bm`) or dtype names (`bf16`)",
+                        ),
+                    )
+                }
+                None => b.const_expr(&e.expr),
+            },
+            (None, Some(d)) => b.const_expr(d),
+            (None, None) => Val::Unit,
+        }
+    }
+
+    /// Checks a parameter's value against its kind: what its name is bound
+    /// to, and its value in the IR.
+    fn param_binding(
+        &self,
+        ck: &mut Checker,
+        spec: &Spec,
+        p: &ast::KernelParam,
+        given: Option<&Expr2>,
+        val: Val,
+    ) -> (Val, ParamValue) {
+        let written = || {
+            given
+                .map(|e| e.expr.span)
+                .or(p.default.as_ref().map(|d| d.span))
+                .unwrap_or(p.span)
+        };
+        match (p.kind, val) {
+            (ParamKind::Int, Val::Int(d)) => (
+                Val::Int(d.clone()),
+                d.known()
+                    .map(ParamValue::Int)
+                    .unwrap_or(ParamValue::Unbound),
+            ),
+            (ParamKind::Dtype, Val::Dtype(d)) if !ck.target.supports(d) => {
+                let t = ck.target;
+                ck.error(
+                    Diag::new(
+                        &codes::DTYPE_TARGET,
+                        format!("`{d}` is not supported on {t}"),
+                        written(),
+                    )
+                    .label(format!("no {d} on this generation"))
+                    .with(p.name.span, "parameter declared here")
+                    .help("fp8 types need v5e or later; pick another --target or dtype"),
+                );
+                (Val::Err, ParamValue::Unbound)
+            }
+            (ParamKind::Dtype, Val::Dtype(d)) => (Val::Dtype(d), ParamValue::Dtype(d)),
+            (ParamKind::Int, Val::Unit) => {
+                if spec.specialise {
+                    ck.error(missing_param(&p.name, self.decl));
+                }
+                (Val::Int(Dim::param(&p.name.name)), ParamValue::Unbound)
+            }
+            (ParamKind::Float, Val::Float(x)) => (Val::Float(x), ParamValue::Float(x)),
+            // An integer written for a float parameter (`-p scale=1`) is
+            // exact as a float.
+            (ParamKind::Float, Val::Int(Dim::Known(v))) => {
+                (Val::Float(v as f64), ParamValue::Float(v as f64))
+            }
+            (ParamKind::Bool, Val::Bool(b)) => (Val::Bool(b), ParamValue::Bool(b)),
+            // Dtypes, floats and bools have no symbolic form, so even
+            // `pkc check` needs their value.
+            (ParamKind::Dtype | ParamKind::Float | ParamKind::Bool, Val::Unit) => {
+                ck.error(missing_param(&p.name, self.decl));
+                (Val::Err, ParamValue::Unbound)
+            }
+            (_, Val::Err) => (Val::Err, ParamValue::Unbound),
+            (kind, other) => {
+                let want = kind.noun();
+                ck.error(
+                    Diag::new(
+                        &codes::BAD_PARAM_VALUE,
+                        format!("parameter `{}` takes {want}", p.name.name),
+                        written(),
+                    )
+                    .label(format!("this is {}", describe_const(&other, given)))
+                    .with(p.name.span, "parameter declared here"),
+                );
+                (Val::Err, ParamValue::Unbound)
+            }
+        }
+    }
+
+    /// Gathers the clauses, reporting a clause given twice.
+    pub fn clauses(&self, ck: &mut Checker) -> Clauses<'a> {
+        let mut out = Clauses::default();
+        let mut seen_clause: HashMap<&'static str, Span> = HashMap::new();
+        for c in &self.decl.clauses {
+            let (name, span) = match c {
+                Clause::Grid(g, s) => {
+                    out.grid.extend(g.iter());
+                    ("grid", *s)
+                }
+                Clause::Prefetch(p, s) => {
+                    out.prefetch.extend(p.iter());
+                    ("prefetch", *s)
+                }
+                Clause::Scratch(x, s) => {
+                    out.scratch.extend(x.iter());
+                    ("scratch", *s)
+                }
+                Clause::VmemLimit(e, s) => {
+                    out.vmem_limit = Some(e);
+                    ("vmem_limit", *s)
+                }
+                // Any number of assertions may be given.
+                Clause::Assert(a) => {
+                    out.asserts.push(a);
+                    continue;
+                }
+            };
+            if let Some(first) = seen_clause.insert(name, span) {
+                ck.error(
+                    Diag::new(
+                        &codes::DUPLICATE,
+                        format!("`{name}` clause given twice"),
+                        span,
+                    )
+                    .label("second clause")
+                    .with(first, "first here")
+                    .help("merge the two clauses into one"),
+                );
+            }
+        }
+        out
+    }
+
+    /// The header's assertions, over the parameters; `false` when one
+    /// fails.
+    pub fn asserts(&self, ck: &mut Checker, asserts: &[&ast::StaticAssert]) -> bool {
+        let mut ok = true;
+        for a in asserts {
+            ok &= self.constant(ck).static_assert(a);
+        }
+        ok
+    }
+
+    /// The grid axes, and whether the grid opts in to a ragged last block
+    /// (an extent written `cdiv(...)`).
+    pub fn grid(&mut self, ck: &mut Checker, dims: &[&ast::GridDim]) -> (Vec<ir::GridAxis>, bool) {
+        let mut grid = Vec::new();
+        let mut ragged = false;
+        for g in dims {
+            self.declare(ck, &g.name);
+            if matches!(&g.extent.kind, ast::ExprKind::Call(p, _) if p.segments.len() == 1 && p.segments[0].name == "cdiv")
+            {
+                ragged = true;
+            }
+            let extent = self
+                .constant(ck)
+                .const_dim(&g.extent, "a grid extent")
+                .unwrap_or(Dim::Known(1));
+            grid.push(ir::GridAxis {
+                name: g.name.name.clone(),
+                extent,
+                semantics: match g.semantics {
+                    ast::Semantics::Parallel => ir::Semantics::Parallel,
+                    ast::Semantics::Arbitrary => ir::Semantics::Arbitrary,
+                },
+            });
+        }
+        (grid, ragged)
+    }
+
+    /// Operands in call order: prefetch, then inputs, then outputs. Each is
+    /// bound as it is declared, so index maps see the prefetch refs.
+    pub fn operands(
+        &mut self,
+        ck: &mut Checker,
+        prefetch: &[&'a ast::PrefetchDecl],
+        grid_names: &[String],
+    ) -> Vec<ir::Operand> {
+        let mut operands: Vec<ir::Operand> = Vec::new();
+        for src in operand_sources(self.decl, prefetch) {
+            let op = self.operand(ck, &src, operands.len(), grid_names);
+            operands.push(op);
+        }
+        operands
+    }
+
+    fn operand(
+        &mut self,
+        ck: &mut Checker,
+        src: &OperandSrc<'a>,
+        op_index: usize,
+        grid_names: &[String],
+    ) -> ir::Operand {
+        let (name, docs, dtype_id, dims, span) = src.parts();
+        self.declare(ck, name);
+        let dtype = self.constant(ck).dtype_name(dtype_id);
+        let shape = {
+            let mut b = self.constant(ck);
+            dims.iter()
+                .map(|d| {
+                    b.const_dim(d, "an array dimension")
+                        .unwrap_or(Dim::Known(1))
+                })
+                .collect::<Vec<_>>()
+        };
+        let dtype = dtype.unwrap_or(ir::DType::F32);
+        let (space, block, ref_shape) = match src {
+            OperandSrc::Prefetch(_) => (Space::Smem, None, shape.clone()),
+            OperandSrc::Operand(o, _) => match &o.placement {
+                Placement::Whole { space, .. } => (mem_space(*space), None, shape.clone()),
+                Placement::Block {
+                    dims: bdims,
+                    index_map,
+                    space,
+                    span: pspan,
+                } => {
+                    let space = space.map(|(s, _)| mem_space(s)).unwrap_or(Space::Vmem);
+                    let (block, ref_shape) =
+                        self.block(ck, name, &shape, bdims, index_map, *pspan, grid_names);
+                    (space, Some(block), ref_shape)
+                }
+            },
+        };
+        let role = match src {
+            OperandSrc::Prefetch(_) => Role::Prefetch,
+            OperandSrc::Operand(_, r) => *r,
+        };
+        let ref_id = self.refs.append(RefDecl {
+            name: name.name.clone(),
+            ty: RefType {
+                space,
+                dtype,
+                shape: ref_shape,
+            },
+            origin: RefOrigin::Operand(op_index),
+        });
+        self.bindings
+            .push((name.name.clone(), Binding::Val(Val::Ref(ref_id))));
+        ir::Operand {
+            name: name.name.clone(),
+            docs: docs.to_vec(),
+            role,
+            dtype,
+            shape,
+            space,
+            block,
+            ref_id,
+            aliases: None,
+            span,
+        }
+    }
+
+    /// A blocked operand's block spec and the shape of its ref (the block
+    /// without its squeezed dimensions).
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        ck: &mut Checker,
+        name: &ast::Ident,
+        shape: &[Dim],
+        bdims: &[AstBlockDim],
+        index_map: &[ast::Expr],
+        pspan: Span,
+        grid_names: &[String],
+    ) -> (ir::BlockSpec, Vec<Dim>) {
+        let bd: Vec<BlockDim> = {
+            let mut b = self.constant(ck);
+            bdims
+                .iter()
+                .map(|d| match d {
+                    AstBlockDim::Squeezed(_) => BlockDim::Squeezed,
+                    AstBlockDim::Size(e) => {
+                        BlockDim::Size(b.const_dim(e, "a block dimension").unwrap_or(Dim::Known(1)))
+                    }
+                })
+                .collect()
+        };
+        if bd.len() != shape.len() {
+            ck.error(
+                Diag::new(
+                    &codes::INDEX_MAP_ARITY,
+                    format!(
+                        "block of `{}` has {} dimensions, the array has {}",
+                        name.name,
+                        bd.len(),
+                        shape.len()
+                    ),
+                    pspan,
+                )
+                .label("block shape")
+                .help("give one block size (or `_` to squeeze) per array dimension"),
+            );
+        }
+        if index_map.len() != shape.len() {
+            let span = index_map
+                .first()
+                .map(|e| e.span.to(index_map[index_map.len() - 1].span))
+                .unwrap_or(pspan);
+            ck.error(
+                Diag::new(&codes::INDEX_MAP_ARITY, format!("index map of `{}` returns {} block indices, the array has {} dimensions", name.name, index_map.len(), shape.len()), span)
+                    .label("index map")
+                    .help("return one block index per array dimension, squeezed ones included (e.g. `at (i, 0)`)"),
+            );
+        }
+        let f = Builder::index_map(ck, self.m, &self.refs, &self.bindings, grid_names)
+            .index_map_func(index_map, shape.len());
+        let ref_shape: Vec<Dim> = bd
+            .iter()
+            .filter_map(|d| match d {
+                BlockDim::Squeezed => None,
+                BlockDim::Size(s) => Some(s.clone()),
+            })
+            .collect();
+        (
+            ir::BlockSpec {
+                dims: bd,
+                index_map: f,
+            },
+            ref_shape,
+        )
+    }
+
+    /// Aliases: an output reusing an input's buffer.
+    pub fn aliases(&self, ck: &mut Checker, operands: &mut [ir::Operand]) {
+        // `operand_sources` lists the operands in the order `operands` holds
+        // them, so an index into one is an index into the other.
+        let no_prefetch = operands.iter().filter(|o| o.role == Role::Prefetch).count();
+        let sources = self
+            .decl
+            .inputs
+            .iter()
+            .map(|o| (o, Role::Input))
+            .chain(self.decl.outputs.iter().map(|o| (o, Role::Output)));
+        for (k, (o, role)) in sources.enumerate() {
+            let i = no_prefetch + k;
+            let Some(a) = &o.aliases else {
+                continue;
+            };
+            let target = operands
+                .iter()
+                .position(|x| x.name == a.name && x.role != Role::Output);
+            match (role, target) {
+                (Role::Output, Some(t)) => {
+                    if operands[t].shape != operands[i].shape
+                        || operands[t].dtype != operands[i].dtype
+                    {
+                        ck.error(
+                            Diag::new(&codes::SHAPE_MISMATCH, format!("`{}` aliases `{}` but their arrays differ", o.name.name, a.name), a.span)
+                                .label(format!("`{}` is {}[{}]", a.name, operands[t].dtype, ir::shape_str(&operands[t].shape)))
+                                .with(o.name.span, format!("`{}` is {}[{}]", o.name.name, operands[i].dtype, ir::shape_str(&operands[i].shape)))
+                                .help("an output can reuse an input's buffer only when shape and dtype agree"),
+                        );
+                    } else {
+                        operands[i].aliases = Some(t);
+                    }
+                }
+                _ => ck.error(
+                    Diag::new(
+                        &codes::UNKNOWN_NAME,
+                        format!("`aliases {}` must name an input of this kernel", a.name),
+                        a.span,
+                    )
+                    .label("not an input")
+                    .help("only outputs alias, and only inputs can be aliased"),
+                ),
+            }
+        }
+    }
+
+    /// Scratch buffers and DMA semaphores.
+    pub fn scratch(&mut self, ck: &mut Checker, decls: &[&ast::ScratchDecl]) -> Vec<ir::Scratch> {
+        let mut scratch = Vec::new();
+        for s in decls {
+            self.declare(ck, &s.name);
+            let (space, dtype, dims) = match &s.kind {
+                ast::ScratchKind::Buffer { space, dtype, dims } => {
+                    let d = self.constant(ck).dtype_name(dtype);
+                    (
+                        mem_space(*space),
+                        d.unwrap_or(ir::DType::F32),
+                        dims.as_slice(),
+                    )
+                }
+                ast::ScratchKind::DmaSem { dims } => {
+                    (Space::Semaphore, ir::DType::I32, dims.as_slice())
+                }
+            };
+            let mut shape: Vec<Dim> = {
+                let mut b = self.constant(ck);
+                dims.iter()
+                    .map(|d| {
+                        b.const_dim(d, "a scratch dimension")
+                            .unwrap_or(Dim::Known(1))
+                    })
+                    .collect()
+            };
+            if shape.is_empty() {
+                shape.push(Dim::Known(1));
+            }
+            if space == Space::Any {
+                ck.error(
+                    Diag::new(
+                        &codes::ANY_ACCESS,
+                        "scratch buffers live in VMEM or SMEM",
+                        s.span,
+                    )
+                    .label("`any` is HBM, which the kernel does not allocate")
+                    .help("write `vmem` or `smem`"),
+                );
+            }
+            let ref_id = self.refs.append(RefDecl {
+                name: s.name.name.clone(),
+                ty: RefType {
+                    space,
+                    dtype,
+                    shape,
+                },
+                origin: RefOrigin::Scratch(scratch.len()),
+            });
+            self.bindings
+                .push((s.name.name.clone(), Binding::Val(Val::Ref(ref_id))));
+            scratch.push(ir::Scratch {
+                name: s.name.name.clone(),
+                ref_id,
+                span: s.span,
+            });
+        }
+        scratch
+    }
+
+    /// The `vmem_limit` clause, in bytes.
+    pub fn vmem_limit(&self, ck: &mut Checker, e: Option<&ast::Expr>) -> Option<u64> {
+        e.and_then(|e| {
+            self.constant(ck)
+                .const_dim(e, "a VMEM limit")
+                .and_then(|d| d.known())
+                .map(|v| v.max(0) as u64)
+        })
+    }
+}
+
+/// Where an operand is declared: the prefetch clause or the signature.
+enum OperandSrc<'a> {
+    Prefetch(&'a ast::PrefetchDecl),
+    Operand(&'a ast::OperandDecl, Role),
+}
+
+/// The operands in call order: prefetch, then inputs, then outputs.
+fn operand_sources<'a>(
+    decl: &'a ast::KernelDecl,
+    prefetch: &[&'a ast::PrefetchDecl],
+) -> Vec<OperandSrc<'a>> {
+    let mut out: Vec<OperandSrc> = prefetch.iter().map(|p| OperandSrc::Prefetch(p)).collect();
+    out.extend(
+        decl.inputs
+            .iter()
+            .map(|o| OperandSrc::Operand(o, Role::Input)),
+    );
+    out.extend(
+        decl.outputs
+            .iter()
+            .map(|o| OperandSrc::Operand(o, Role::Output)),
+    );
+    out
+}
+
+impl<'a> OperandSrc<'a> {
+    fn parts(
+        &self,
+    ) -> (
+        &'a ast::Ident,
+        &'a [String],
+        &'a ast::Ident,
+        &'a [ast::Expr],
+        Span,
+    ) {
+        match self {
+            OperandSrc::Prefetch(p) => (&p.name, &p.docs, &p.dtype, &p.dims, p.span),
+            OperandSrc::Operand(o, _) => (&o.name, &o.docs, &o.dtype, &o.dims, o.span),
+        }
+    }
+}
+
+fn mem_space(s: ast::MemSpace) -> Space {
+    match s {
+        ast::MemSpace::Vmem => Space::Vmem,
+        ast::MemSpace::Smem => Space::Smem,
+        ast::MemSpace::Any => Space::Any,
+    }
+}
