@@ -304,3 +304,47 @@ fn emit_stablehlo_prints_the_module_the_package_holds_for_each_target() {
         assert_eq!(stdout(&o), module, "{target}");
     }
 }
+
+/// A package of a kernel with float and bool parameters verifies and runs:
+/// the manifest and the CPU reference's side table spell the values alike.
+#[test]
+fn float_and_bool_parameters_survive_the_package() {
+    let out = TempDir::new("float-params");
+    let o = pkc(&[
+        "build",
+        "tests/in/params_float_bool.pk",
+        "-p",
+        "scale=0.5",
+        "-p",
+        "causal=false",
+        "-p",
+        "M=128",
+        "-o",
+        out.arg(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dir = fs::read_dir(out.path())
+        .expect("listed")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.is_dir())
+        .expect("a package");
+    let o = pkc(&["verify", s(&dir)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    // y = x * 0.5 + 0.5 on ones: 1.0 everywhere.
+    let x = out.path().join("x.npy");
+    let ones = pk_runtime::cpu::HostArray::from_f32(&[128, 128], &[1.0; 128 * 128]);
+    fs::write(&x, pk_runtime::cpu::npy::to_bytes(&ones)).expect("written");
+    let y = out.path().join("y.npy");
+    let o = pkc(&[
+        "run",
+        s(&dir),
+        "--in",
+        &format!("x={}", s(&x)),
+        "--out",
+        &format!("y={}", s(&y)),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let got = pk_runtime::cpu::npy::read(&y).expect("read");
+    let got = pk_runtime::cpu::npy::to_host(got, pk_lang::ir::DType::F32).expect("f32");
+    assert!(got.to_f64().iter().all(|&v| v == 1.0));
+}

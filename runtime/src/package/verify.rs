@@ -99,6 +99,10 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
         .map(|p| {
             let value = match &p.value {
                 ParamValueEntry::Int(v) => v.to_string(),
+                // As the CPU reference's side table spells them (Rust's
+                // shortest round-trip form, `0.125`, `2.0`).
+                ParamValueEntry::Float(x) => format!("{x:?}"),
+                ParamValueEntry::Bool(b) => b.to_string(),
                 ParamValueEntry::Dtype(d) => d.clone(),
             };
             (p.name.clone(), value)
