@@ -234,6 +234,26 @@ grid (i in 1 arbitrary)
         "Only 32-bit scalar vector.extracts supported",
     ),
     (
+        "run-time head index into the second-to-last dimension of a bf16 ref",
+        "PK0325",
+        Target::V5e,
+        "kernel k(kv: bf16[2, 16, 8, 128]) -> y: f32[16, 128]
+grid (i in 2 arbitrary)
+{
+    y[..] = 0.0;
+    for h in 0..8 { y[..] += kv[i, :, h, :] as f32; }
+}",
+        "E2003: CompileTimeMosaicUnprovenMemoryAccessAlignment",
+    ),
+    (
+        "column of an f32 VMEM ref read as a vector on v4",
+        "PK0326",
+        Target::V4,
+        "kernel k(x: f32[128, 128]) -> y: f32[128]
+{ y[..] = x[.., 3]; }",
+        "Sublane gather not supported by this TPU generation",
+    ),
+    (
         "SMEM block of 8 i32",
         "PK0302",
         Target::V5e,
@@ -299,4 +319,164 @@ fn libtpu_rejects_what_each_tpu_rule_rejects() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The dtypes of the run-time index corpus, with a value of each to store.
+const INDEX_DTYPES: &[(&str, &str)] = &[("f32", "1.0"), ("bf16", "1.0"), ("i8", "1 as i8")];
+
+/// Windows of a `[2, 4, 64, 256]` ref with one run-time position `S`, one
+/// per dimension and kind of entry (a scalar index drops the dimension,
+/// `ds` keeps it), with the shape of the window (empty for a scalar).
+const INDEX_WINDOWS: &[(&str, &str)] = &[
+    ("S, 0, 0..32, 0..128", "32, 128"),
+    ("0, S, 0..32, 0..128", "32, 128"),
+    ("0, 0..4, S, 0..128", "4, 128"),
+    ("0, 0, ds(S, 32), 0..128", "32, 128"),
+    ("0, 0, 0..32, ds(S, 128)", "32, 128"),
+    ("0, 0, 0..32, S", "32"),
+    ("0, 0, S, 5", ""),
+    ("0, 0, 5, S", ""),
+];
+
+/// Run-time positions: grid indices, scaled, offset, read from SMEM and
+/// hinted with `multiple_of`.
+const INDEX_STARTS: &[&str] = &[
+    "i",
+    "i * 8",
+    "i * 16",
+    "i * 32",
+    "i * 128",
+    "8 * i",
+    "i * 64 + 32",
+    "i * 64 - 16",
+    "ids[i]",
+    "ids[i] * 32",
+    "multiple_of(ids[i], 8)",
+    "multiple_of(ids[i], 32)",
+    "multiple_of(ids[i], 128)",
+];
+
+/// One kernel of the corpus: a load (`store == false`) or a store through
+/// `window` (of shape `shape`) with `start` in place of `S`.
+fn index_kernel(
+    dtype: &str,
+    value: &str,
+    (window, shape): (&str, &str),
+    start: &str,
+    store: bool,
+) -> String {
+    let w = window.replace('S', start);
+    if store {
+        format!(
+            "kernel k(ids: i32[4] in smem) -> y: {dtype}[2, 4, 64, 256]
+grid (i in 4 arbitrary)
+{{ y[{w}] = {value}; }}"
+        )
+    } else if shape.is_empty() {
+        format!(
+            "kernel k(x: {dtype}[2, 4, 64, 256], ids: i32[4] in smem) -> y: f32[8, 128]
+grid (i in 4 arbitrary)
+{{ y[0, 0] = x[{w}] as f32; }}"
+        )
+    } else {
+        format!(
+            "kernel k(x: {dtype}[2, 4, 64, 256], ids: i32[4] in smem) -> y: f32[{shape}]
+grid (i in 4 arbitrary)
+{{ y[..] = x[{w}] as f32; }}"
+        )
+    }
+}
+
+/// How libtpu takes `src` lowered without the checker's TPU rules: `None`
+/// when it compiles, else the line of its message that names the error.
+fn libtpu_refusal(plugin: &'static Plugin, src: &str, target: Target) -> Option<String> {
+    let opts = Options {
+        target,
+        specialise: true,
+        skip_tpu_rules: true,
+        ..Options::default()
+    };
+    let module = match pk_lang::compile_source("k.pk", src, &opts) {
+        Ok(m) => m,
+        Err(f) => return Some(f.render(pk_lang::diag::RenderStyle::Plain)),
+    };
+    let k = &module.kernels[0];
+    let lowered = match mosaic::lower(&module, k, &mosaic::Options::default()) {
+        Ok(l) => l,
+        Err(e) => return Some(format!("the Mosaic back end refuses it: {e}")),
+    };
+    let mut call = mosaic::custom_call(k, &lowered);
+    call.vmem_limit_bytes = Some(target.vmem_bytes());
+    let hlo = stablehlo::custom_call_module(&call).expect("wraps");
+    match plugin.compile(tpu_target(target), &hlo) {
+        Ok(_) => None,
+        Err(e) => {
+            let e = e.to_string();
+            let line = e
+                .lines()
+                .find(|l| l.contains("Mosaic failed"))
+                .unwrap_or(&e);
+            Some(line.to_string())
+        }
+    }
+}
+
+/// The checker and libtpu agree on run-time positions in every dimension of
+/// f32, bf16 and i8 VMEM refs, read and written: what the checker accepts
+/// libtpu compiles, and what the checker refuses (PK0325 unproven
+/// alignment, PK0317 narrow scalar reads) libtpu refuses too. Each case is
+/// compiled for one target, taken in turn, so that every target sees every
+/// dtype and window while the corpus stays within a minute.
+#[test]
+fn libtpu_agrees_on_run_time_indices() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let mut failures = Vec::new();
+    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
+    for (dtype, value) in INDEX_DTYPES {
+        for window in INDEX_WINDOWS {
+            for start in INDEX_STARTS {
+                for store in [false, true] {
+                    n += 1;
+                    let target = Target::ALL[n % Target::ALL.len()];
+                    let src = index_kernel(dtype, value, *window, start, store);
+                    let opts = Options {
+                        target,
+                        specialise: true,
+                        ..Options::default()
+                    };
+                    let checker = pk_lang::compile_source("k.pk", &src, &opts)
+                        .err()
+                        .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
+                    let libtpu = libtpu_refusal(plugin, &src, target);
+                    let what = format!(
+                        "{} of {dtype} [{}] with S = {start} on {target}",
+                        if store { "store" } else { "load" },
+                        window.0
+                    );
+                    match (checker, libtpu) {
+                        (None, None) => accepted += 1,
+                        (Some(_), Some(_)) => refused += 1,
+                        (None, Some(e)) => failures.push(format!(
+                            "{what}: the checker accepts it, libtpu refuses it: {e}"
+                        )),
+                        (Some(codes), None) => failures.push(format!(
+                            "{what}: the checker refuses it ({codes:?}), libtpu compiles it"
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {n} cases disagree:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // Both sides of the rule are exercised.
+    assert!(
+        accepted > 200 && refused > 200,
+        "{accepted} accepted, {refused} refused"
+    );
 }

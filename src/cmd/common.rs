@@ -121,6 +121,7 @@ pub fn cpu_exit_code(e: &pk_runtime::cpu::Error) -> u8 {
     match e {
         E::OutOfBounds { .. }
         | E::DivideByZero { .. }
+        | E::NotMultiple { .. }
         | E::Uninitialized { .. }
         | E::Revisit { .. }
         | E::Race { .. }

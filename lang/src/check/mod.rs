@@ -6,6 +6,7 @@
 //! are built by [`builder::Builder`]; the TPU rules that need the whole
 //! header (tiling, VMEM budget) are in [`rules`].
 
+mod align;
 mod assert;
 pub mod builder;
 mod builtins;
@@ -160,6 +161,9 @@ pub fn check_kernel(
         b.kernel_body(&decl.body);
         b.finish()
     };
+    if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
+        align::check(ck, &kernel);
+    }
     instantiation_notes(ck, &kernel.name, &kernel.params);
     if ck.diags[before..].iter().any(|d| d.is_error()) {
         return None;

@@ -217,6 +217,11 @@ codes! {
         why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
         example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
     }
+    MULTIPLE_OF = "PK0228" "multiple-of" {
+        what: "`multiple_of(x, n)` got an `n` that is not a positive compile-time integer, an `x` that is not a scalar `i32`, or a constant `x` that is not a multiple of `n`.",
+        why: "`multiple_of` promises the TPU compiler that a run-time index is a multiple of `n` (Pallas' `pl.multiple_of`); the promise is about a run-time scalar and a fixed positive multiple, and a constant can be checked at once.",
+        example: "let r = multiple_of(ids[i], 0);   // error\nlet r = multiple_of(ids[i], 8);",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
@@ -302,6 +307,16 @@ codes! {
         what: "`copy_start`/`copy_wait` got something other than (ref window, ref window, semaphore), or windows of different shapes or dtypes.",
         why: "A DMA copies one window to another of the same shape and dtype and signals a DMA semaphore.",
         example: "copy_start(x[..], buf[..], 0)   // error: third argument must be a dma_sem",
+    }
+    UNPROVEN_ALIGNMENT = "PK0325" "unproven-alignment" {
+        what: "A run-time position in one of the last two dimensions of a VMEM ref is not provably a multiple of the ref's tile: 128 in the last dimension; 8, 16 or 32 (for 32-, 16- and 8-bit dtypes) in the second-to-last.",
+        why: "Mosaic reaches VMEM in whole (sublane, 128-lane) tiles and must prove at compile time that a run-time index starts a tile; libtpu refuses the kernel otherwise (E2003 CompileTimeMosaicUnprovenMemoryAccessAlignment). It proves it for constants, products with a multiple (`i * 16`, `8 * j`) and `multiple_of(x, n)` hints; sums are not proven.",
+        example: "let v = kv[0, 0..4, h, 0..128];                    // error: h is a run-time index\nlet v = kv[0, 0..4, multiple_of(h * 16, 16), 0..128];",
+    }
+    V4_COLUMN_READ = "PK0326" "v4-column-read" {
+        what: "On v4, a VMEM ref is read with one position in its last dimension and a vector result (a column, `x[.., j]`).",
+        why: "Turning a column of a VMEM tile into a vector needs a sublane gather, which TPU v4 does not have; libtpu refuses the kernel for v4 (\"Sublane gather not supported by this TPU generation\"). Later chips compile it.",
+        example: "let c = x[.., 3];   // error on v4\nlet c = x[.., 3..4];   // a [n, 1] window",
     }
     SEMANTICS = "PK0320" "grid-semantics" {
         what: "Writing an output block from a `parallel` grid axis that its index map ignores.",

@@ -215,6 +215,11 @@ pub enum OpKind {
         shift: Value,
         axis: usize,
     },
+    /// `multiple_of(x, n)`: the scalar i32 `x`, which the kernel promises is
+    /// a multiple of `n` (positive). The TPU compiler takes the promise for
+    /// its alignment proofs (`tpu.assume_multiple`); the CPU reference
+    /// checks it.
+    AssumeMultiple(Value, u64),
     /// Reads a window of a ref: a vector, or a scalar when every dimension
     /// is indexed by `Slice::Index`.
     Load(RefView),
@@ -296,7 +301,8 @@ impl OpKind {
             | OpKind::Splat(a)
             | OpKind::Broadcast(a)
             | OpKind::Reshape(a)
-            | OpKind::Transpose(a, _) => out.push(*a),
+            | OpKind::Transpose(a, _)
+            | OpKind::AssumeMultiple(a, _) => out.push(*a),
             OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => out.extend([*a, *b]),
             OpKind::Select {
                 cond,

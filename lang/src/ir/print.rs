@@ -221,6 +221,7 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         OpKind::Roll { value, shift, axis } => {
             format!("roll {} by {} axis {axis}", val(*value), val(*shift))
         }
+        OpKind::AssumeMultiple(x, n) => format!("assume_multiple {} of {n}", val(*x)),
         OpKind::Load(v) => format!("load {}", view(v)),
         OpKind::Store(v, x) => format!("store {} -> {}", val(*x), view(v)),
         OpKind::DmaStart { src, dst, sem } => {

@@ -423,6 +423,15 @@ impl Ctx<'_> {
                     return err(sp, "roll types are wrong");
                 }
             }
+            OpKind::AssumeMultiple(x, n) => {
+                let a = self.use_(id, *x, scope)?.clone();
+                if a != scalar_i32 || one(1)? != &scalar_i32 || *n == 0 {
+                    return err(
+                        sp,
+                        "assume_multiple takes and gives a scalar i32, of a positive n",
+                    );
+                }
+            }
             OpKind::Load(v) => {
                 let t = self.view(id, v, scope)?;
                 if self.index_map && self.k.refs[v.target].ty.space != Space::Smem {

@@ -177,6 +177,9 @@ impl<'c, 'k> Lower<'c, 'k> {
             OpKind::Roll { value, shift, axis } => {
                 one(shape::roll(self, at, *value, *shift, *axis))
             }
+            OpKind::AssumeMultiple(x, n) => one(self
+                .val(*x)
+                .and_then(|v| self.m.assume_multiple(at, v, *n as i64))),
             OpKind::Load(view) => one(memory::load(self, at, view, &rt)),
             OpKind::Store(view, v) => memory::store(self, at, view, *v).map(|()| Vec::new()),
             OpKind::DmaStart { src, dst, sem } => {

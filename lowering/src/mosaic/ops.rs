@@ -84,6 +84,20 @@ impl<'c> Mlir<'c> {
         self.op1(at, name, operands, ty, &[])
     }
 
+    /// `tpu.assume_multiple %v, n`: `v`, with the promise that it is a
+    /// multiple of `n`, which Mosaic's alignment proofs take (Pallas'
+    /// `pl.multiple_of`). The result has the operand's type.
+    pub fn assume_multiple(&self, at: At<'c, '_>, v: Val<'c>, n: i64) -> R<Val<'c>> {
+        let multiple = self.int_attr(self.int(32), 32, n);
+        self.op1(
+            at,
+            "tpu.assume_multiple",
+            &[v],
+            v.r#type(),
+            &[("multiple", multiple)],
+        )
+    }
+
     /// A conversion (`arith.extf`, `arith.sitofp`, ...) to `ty`.
     pub fn convert(&self, at: At<'c, '_>, name: &str, v: Val<'c>, ty: Type<'c>) -> R<Val<'c>> {
         self.op1(at, name, &[v], ty, &[])

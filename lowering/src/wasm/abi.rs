@@ -91,6 +91,9 @@ pub enum TrapKind {
     /// A load read elements never written (only with `check_uninit`): `a` =
     /// the flat element index inside the window.
     Uninitialized = 3,
+    /// `multiple_of(x, n)` was given an `x` that is not a multiple of `n`:
+    /// `a` = `x`, `b` = `n`.
+    NotMultiple = 4,
 }
 
 impl TrapKind {
@@ -99,6 +102,7 @@ impl TrapKind {
             1 => TrapKind::OutOfBounds,
             2 => TrapKind::DivideByZero,
             3 => TrapKind::Uninitialized,
+            4 => TrapKind::NotMultiple,
             _ => return None,
         })
     }

@@ -92,6 +92,19 @@ pub enum Error {
 
     #[error("{message}")]
     #[diagnostic(
+        code(PK1031),
+        help("`multiple_of(x, n)` promises the TPU compiler that x is a multiple of n; fix the index, or the hint")
+    )]
+    NotMultiple {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("this promise is broken")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
         code(PK1012),
         help("write the buffer before reading it (e.g. initialise scratch when the reduction axis is 0); padding of partial blocks is never data")
     )]
@@ -299,6 +312,11 @@ explain! {
         what: "An integer division or remainder had a zero divisor.",
         why: "The result is undefined on the TPU.",
         example: "let q = a / b;   // error when b == 0"
+    }
+    "PK1031" "broken-multiple-of" {
+        what: "A `multiple_of(x, n)` hint was given an `x` that is not a multiple of `n` while the kernel ran.",
+        why: "The TPU compiler takes the hint on trust to prove that VMEM accesses are tile-aligned; a wrong hint makes the TPU read or write the wrong rows silently. The CPU reference checks every hint.",
+        example: "let r = multiple_of(ids[i], 16);   // error when ids[i] is 8\nlet r = multiple_of(ids[i] * 16, 16);"
     }
     "PK1012" "uninitialized-read" {
         what: "With --check-uninit, a load read elements that were never written: scratch before its first store, an output block before it was written, or the padding of a partial block.",

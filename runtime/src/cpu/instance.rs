@@ -80,6 +80,14 @@ impl Host {
                 src,
                 span,
             },
+            Some(TrapKind::NotMultiple) => Error::NotMultiple {
+                message: format!(
+                    "`multiple_of` at {}: {a} is not a multiple of {b} (grid step {step})",
+                    at(&s.loc)
+                ),
+                src,
+                span,
+            },
             Some(TrapKind::Uninitialized) => Error::Uninitialized {
                 message: format!(
                     "{} at {} reads element {a} of its window, which was never written (grid step {step})",

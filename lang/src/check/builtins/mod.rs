@@ -3,6 +3,7 @@
 //! is either an elementwise math op or a function that checks the sorted
 //! arguments and emits IR; the longer ones are in [`rules`].
 
+mod hints;
 mod rules;
 
 use super::builder::Builder;
@@ -198,6 +199,8 @@ pub static BUILTINS: &[Builtin] = &[
     call!("num_programs", "(axis)", exactly(1), |b, _, a, s| b
         .grid_query(false, a.pos[0], s)),
     call!("cdiv", "(a, b)", exactly(2), |b, _, a, s| b.cdiv(a, s)),
+    call!("multiple_of", "(x, n)", exactly(2), |b, _, a, s| b
+        .multiple_of(a, s)),
     call!(
         "copy_start",
         "(src_window, dst_window, sem)",

@@ -13,7 +13,7 @@ mod shape;
 
 pub(crate) use memory::view_kind;
 
-use super::abi::{DmaSite, DotSite, Loc, Site};
+use super::abi::{DmaSite, DotSite, Loc, Site, TrapKind};
 use super::fb::{m32, Fb};
 use super::math::Helpers;
 use super::plan::{GroupKind, Plan};
@@ -352,6 +352,7 @@ impl<'a, 's> Em<'a, 's> {
                 trans_lhs,
                 trans_rhs,
             } => self.dot(*lhs, *rhs, *trans_lhs, *trans_rhs, res(r)?),
+            OpKind::AssumeMultiple(x, n) => self.assume_multiple(*x, *n, res(r)?),
             OpKind::Load(v) => self.load(v, res(r)?),
             OpKind::Store(v, x) => self.store(v, *x),
             OpKind::DmaStart { src, dst, sem } => self.dma(src, dst, sem, true),
@@ -370,6 +371,24 @@ impl<'a, 's> Em<'a, 's> {
             } => self.for_(id, *lo, *hi, *step, inits, *body),
             OpKind::While { inits, cond, body } => self.while_(id, inits, *cond, *body),
         }
+    }
+
+    /// `multiple_of(x, n)`: the TPU takes the promise on trust, the CPU
+    /// reference checks it, so that a wrong hint is found before it turns
+    /// into a misaligned access on the TPU.
+    fn assume_multiple(&mut self, x: Value, n: u64, r: Value) -> Result<(), Error> {
+        let site = self.site("multiple_of");
+        // `n` is positive and at most i32::MAX for any index that fits a
+        // ref, so the remainder never traps in Wasm.
+        let n = i32::try_from(n).unwrap_or(i32::MAX);
+        self.get(x).i32c(n).op(I::I32RemS);
+        self.fb.op(I::If(BlockType::Empty));
+        let l = self.local(x);
+        self.trap(site, TrapKind::NotMultiple, |fb| {
+            fb.get(l).i32c(n);
+        });
+        self.fb.op(I::End);
+        self.alias(x, r)
     }
 
     /// A value sharing its operand's buffer (or local).

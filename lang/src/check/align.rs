@@ -1,0 +1,173 @@
+//! TPU rules on the body's VMEM accesses, checked once the body is built.
+//!
+//! The provable-alignment rule (PK0325): a run-time position in one of the
+//! last two dimensions of a VMEM ref must be provably a multiple of the
+//! ref's tile there, or libtpu refuses the kernel (Mosaic E2003
+//! `CompileTimeMosaicUnprovenMemoryAccessAlignment`).
+//!
+//! VMEM is laid out in (sublane, 128-lane) tiles: the last dimension is
+//! reached in steps of 128, the second-to-last in steps of the dtype's
+//! sublane tile (8 for 32-bit, 16 for 16-bit, 32 for 8-bit dtypes). Leading
+//! dimensions take any index.
+//!
+//! The proof follows Mosaic's own (`isGuaranteedDivisible` in
+//! `jaxlib/mosaic/dialect/tpu/util.cc`), so that the checker and libtpu
+//! agree case by case (the agreement is tested against libtpu in
+//! `lowering/tests/mosaic_libtpu.rs`):
+//!
+//! 1. a constant is a multiple of `m` when `c % m == 0`;
+//! 2. `multiple_of(x, n)` is one when `n % m == 0`, whatever `x` is;
+//! 3. a product `a * b` is one when either factor is;
+//! 4. a sum or difference when both terms are;
+//! 5. nothing else is: grid indices, loop variables, SMEM reads.
+//!
+//! The column rule (PK0326): v4 cannot read a column of a VMEM ref as a
+//! vector (`x[.., j]`): Mosaic needs a sublane gather there ("Sublane gather
+//! not supported by this TPU generation"), which later chips have.
+
+use super::Checker;
+use crate::diag::{codes, Diag};
+use crate::ir::{
+    BinaryOp, DType, Func, Kernel, Literal, OpKind, RefView, Slice, Space, Start, Value, ValueDef,
+};
+use crate::target::Target;
+
+const LANES: u64 = 128;
+
+/// Mosaic gives its proof a budget of steps; a deeper expression is not
+/// proven (the same answer as Mosaic's, which also gives up).
+const FUEL: u32 = 64;
+
+/// Reports every load and store of the kernel body whose run-time position
+/// in a tiled dimension is not provably aligned.
+pub fn check(ck: &mut Checker, k: &Kernel) {
+    let f = &k.body;
+    for (id, op) in f.ops.iter() {
+        let view = match &op.kind {
+            OpKind::Load(v) | OpKind::Store(v, _) => v,
+            _ => continue,
+        };
+        if let (OpKind::Load(_), Some(&r)) = (&op.kind, op.results.first()) {
+            if ck.target == Target::V4 && column_read(k, view) && !f.ty(r).is_scalar() {
+                let name = &k.refs[view.target].name;
+                ck.error(
+                    Diag::new(
+                        &codes::V4_COLUMN_READ,
+                        format!("v4 cannot read a column of VMEM ref `{name}` as a vector"),
+                        f.span(id),
+                    )
+                    .label("indexes the last dimension by one position")
+                    .note("the TPU v4 has no sublane gather, which turning a column into a vector needs")
+                    .help("read a window that keeps the last dimension (`x[.., j..j + 1]` or a 128-lane window) and reduce or select from it"),
+                );
+            }
+        }
+        if let Some((dim, m)) = unaligned(f, k, view) {
+            let r = &k.refs[view.target];
+            let which = if dim + 1 == view.index.len() {
+                "last"
+            } else {
+                "second-to-last"
+            };
+            let why = if which == "last" {
+                "the last dimension is reached in tiles of 128 lanes".to_string()
+            } else {
+                format!(
+                    "`{}` is {}: its second-to-last dimension is reached in tiles of {m} rows",
+                    r.name, r.ty.dtype
+                )
+            };
+            ck.error(
+                Diag::new(
+                    &codes::UNPROVEN_ALIGNMENT,
+                    format!(
+                        "the run-time position in dimension {dim} ({which}) of VMEM ref `{}` is not provably a multiple of {m}",
+                        r.name
+                    ),
+                    f.span(id),
+                )
+                .label("the TPU compiler cannot prove this index is aligned")
+                .note(why)
+                .help(format!(
+                    "if the position is a multiple of {m}, say so with `multiple_of(index, {m})` or write it as a product (`j * {m}`); otherwise load an aligned window and select from it"
+                )),
+            );
+        }
+    }
+}
+
+/// Whether `view` reads one position of the last dimension of a VMEM ref of
+/// rank 2 or more.
+fn column_read(k: &Kernel, view: &RefView) -> bool {
+    let t = &k.refs[view.target].ty;
+    t.space == Space::Vmem
+        && view.index.len() >= 2
+        && matches!(view.index.last(), Some(Slice::Index(_)))
+}
+
+/// The first tiled dimension of `view` whose run-time start is not provably
+/// a multiple of its tile, with that tile.
+fn unaligned(f: &Func, k: &Kernel, view: &RefView) -> Option<(usize, u64)> {
+    let t = &k.refs[view.target].ty;
+    if t.space != Space::Vmem {
+        return None;
+    }
+    let rank = view.index.len();
+    for (d, s) in view.index.iter().enumerate() {
+        let (Slice::Index(Start::Dyn(v))
+        | Slice::Range {
+            start: Start::Dyn(v),
+            ..
+        }) = s
+        else {
+            continue;
+        };
+        let m = if d + 1 == rank {
+            LANES
+        } else if d + 2 == rank {
+            sublanes(t.dtype)
+        } else {
+            continue;
+        };
+        if !multiple(f, *v, m, FUEL) {
+            return Some((d, m));
+        }
+    }
+    None
+}
+
+/// Whether `v` is provably a multiple of `m` (rules 1 to 4 above).
+fn multiple(f: &Func, v: Value, m: u64, fuel: u32) -> bool {
+    if m == 1 {
+        return true;
+    }
+    if fuel == 0 {
+        return false;
+    }
+    let ValueDef::Result(op, _) = f.values[v].def else {
+        return false;
+    };
+    match &f.ops[op].kind {
+        OpKind::Const(Literal::Int(c)) => c.unsigned_abs() % m == 0,
+        OpKind::AssumeMultiple(_, n) => n % m == 0,
+        OpKind::Binary(BinaryOp::Mul, a, b) => {
+            multiple(f, *b, m, fuel / 2) || multiple(f, *a, m, fuel.div_ceil(2))
+        }
+        OpKind::Binary(BinaryOp::Add | BinaryOp::Sub, a, b) => {
+            multiple(f, *b, m, fuel / 2) && multiple(f, *a, m, fuel.div_ceil(2))
+        }
+        _ => false,
+    }
+}
+
+/// The step of run-time positions in the second-to-last dimension: 8 rows
+/// for 32- and 16-bit dtypes, 32 for 8-bit ones. libtpu 0.0.51 proves bf16
+/// positions against 8, not against the 16 rows of a packed bf16 tile
+/// (measured on all five targets).
+fn sublanes(d: DType) -> u64 {
+    if d.bits() == 8 {
+        32
+    } else {
+        8
+    }
+}
