@@ -167,6 +167,39 @@ fn violations_point_at_the_source_line() {
     assert!(t.contains("PK1010") && t.contains("oob.pk:9:"), "{t}");
 }
 
+/// A broken `multiple_of` promise is a failure of the run (exit 4), named
+/// at the hint, and `pkc explain` knows its code.
+#[test]
+fn broken_multiple_of_exits_with_run_failure() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    let starts = dir.path().join("starts.npy");
+    std::fs::write(&x, npy::to_bytes(&HostArray::zeros(DType::F32, &[64, 128]))).expect("written");
+    let s = HostArray::from_ints(DType::I32, &[4], &[0, 8, 12, 16]);
+    std::fs::write(&starts, npy::to_bytes(&s)).expect("written");
+    let (xa, sa) = (
+        format!("x={}", x.display()),
+        format!("starts={}", starts.display()),
+    );
+    let o = pkc(&[
+        "run",
+        "tests/cpu/strict/multiple_of.pk",
+        "--in",
+        &xa,
+        "--in",
+        &sa,
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("PK1031") && t.contains("12 is not a multiple of 8"),
+        "{t}"
+    );
+    let o = pkc(&["explain", "PK1031"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("broken-multiple-of"));
+}
+
 #[test]
 fn emit_wat_and_bench_and_explain() {
     let mut args = vec!["emit", "wat"];

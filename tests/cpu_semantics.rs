@@ -520,3 +520,22 @@ fn passing_static_assertions_leave_the_kernel_unchanged() {
         assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
     }
 }
+
+/// `multiple_of` returns its operand unchanged when the promise holds: the
+/// windows start at the rows read from SMEM.
+#[test]
+fn multiple_of_keeps_a_kept_promise() {
+    let k = build("tests/in/multiple_of.pk", &[]);
+    let starts = [8i64, 0, 56, 16];
+    let (x, xa) = ints_f32(&[64, 128], |i| (i % 97) as f32);
+    let inputs = vec![xa, HostArray::from_ints(DType::I32, &[4], &starts)];
+    let y = k.run(inputs, &threads(2)).expect("runs")[0].to_f32();
+    for (g, &s) in starts.iter().enumerate() {
+        for r in 0..8 {
+            for c in 0..128 {
+                let want = x[(s as usize + r) * 128 + c] + x[(g * 8 + r) * 128 + c];
+                assert_eq!(y[(g * 8 + r) * 128 + c], want, "step {g} row {r}");
+            }
+        }
+    }
+}

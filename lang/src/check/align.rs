@@ -58,7 +58,7 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
                     )
                     .label("indexes the last dimension by one position")
                     .note("the TPU v4 has no sublane gather, which turning a column into a vector needs")
-                    .help("read a window that keeps the last dimension (`x[.., j..j + 1]` or a 128-lane window) and reduce or select from it"),
+                    .help("keep the column 2-D: read whole 128-lane rows and reduce them with `where` and `sum(..., axis=1, keepdims=true)`; later targets accept the column read"),
                 );
             }
         }

@@ -316,7 +316,7 @@ codes! {
     V4_COLUMN_READ = "PK0326" "v4-column-read" {
         what: "On v4, a VMEM ref is read with one position in its last dimension and a vector result (a column, `x[.., j]`).",
         why: "Turning a column of a VMEM tile into a vector needs a sublane gather, which TPU v4 does not have; libtpu refuses the kernel for v4 (\"Sublane gather not supported by this TPU generation\"). Later chips compile it.",
-        example: "let c = x[.., 3];   // error on v4\nlet c = x[.., 3..4];   // a [n, 1] window",
+        example: "let c = x[.., 3];   // error on v4\nlet c = sum(where(iota(i32, [128, 128], 1) == 3, x[..], 0.0), axis=1, keepdims=true);",
     }
     SEMANTICS = "PK0320" "grid-semantics" {
         what: "Writing an output block from a `parallel` grid axis that its index map ignores.",
