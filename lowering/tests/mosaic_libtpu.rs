@@ -321,6 +321,31 @@ fn libtpu_rejects_what_each_tpu_rule_rejects() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Loop indices as positions: `(dtype, start of the loop, step, offset)`
+/// for `for c in lo..64 step s { ... x[ds(c + off, 8), :] ... }`.
+const LOOP_INDICES: &[(&str, u32, u32, u32)] = &[
+    ("f32", 0, 8, 0),
+    ("f32", 0, 16, 8),
+    ("f32", 4, 8, 0),
+    ("f32", 0, 4, 0),
+    ("bf16", 0, 8, 0),
+    ("bf16", 0, 16, 0),
+    ("i8", 0, 8, 0),
+    ("i8", 0, 32, 0),
+    ("i8", 0, 16, 16),
+];
+
+fn loop_kernel(dtype: &str, lo: u32, step: u32, off: u32) -> String {
+    format!(
+        "kernel k(x: {dtype}[96, 128]) -> y: f32[32, 128]
+{{
+    let mut acc: f32[32, 128] = 0.0;
+    for c in {lo}..64 step {step} {{ acc += x[ds(c + {off}, 32), :] as f32; }}
+    y[..] = acc;
+}}"
+    )
+}
+
 /// The dtypes of the run-time index corpus, with a value of each to store.
 const INDEX_DTYPES: &[(&str, &str)] = &[("f32", "1.0"), ("bf16", "1.0"), ("i8", "1 as i8")];
 
@@ -346,7 +371,7 @@ const INDEX_STARTS: &[&str] = &[
     "i * 16",
     "i * 32",
     "i * 128",
-    "8 * i",
+    "(i * 4) * 2",
     "i * 64 + 32",
     "i * 64 - 16",
     "ids[i]",
@@ -433,39 +458,46 @@ fn libtpu_agrees_on_run_time_indices() {
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
     let mut failures = Vec::new();
     let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for &(dtype, lo, step, off) in LOOP_INDICES {
+        let what = format!("{dtype} loop {lo}..64 step {step} at c + {off}");
+        cases.push((what, loop_kernel(dtype, lo, step, off)));
+    }
     for (dtype, value) in INDEX_DTYPES {
         for window in INDEX_WINDOWS {
             for start in INDEX_STARTS {
                 for store in [false, true] {
-                    n += 1;
-                    let target = Target::ALL[n % Target::ALL.len()];
-                    let src = index_kernel(dtype, value, *window, start, store);
-                    let opts = Options {
-                        target,
-                        specialise: true,
-                        ..Options::default()
-                    };
-                    let checker = pk_lang::compile_source("k.pk", &src, &opts)
-                        .err()
-                        .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
-                    let libtpu = libtpu_refusal(plugin, &src, target);
                     let what = format!(
-                        "{} of {dtype} [{}] with S = {start} on {target}",
+                        "{} of {dtype} [{}] with S = {start}",
                         if store { "store" } else { "load" },
                         window.0
                     );
-                    match (checker, libtpu) {
-                        (None, None) => accepted += 1,
-                        (Some(_), Some(_)) => refused += 1,
-                        (None, Some(e)) => failures.push(format!(
-                            "{what}: the checker accepts it, libtpu refuses it: {e}"
-                        )),
-                        (Some(codes), None) => failures.push(format!(
-                            "{what}: the checker refuses it ({codes:?}), libtpu compiles it"
-                        )),
-                    }
+                    cases.push((what, index_kernel(dtype, value, *window, start, store)));
                 }
             }
+        }
+    }
+    for (what, src) in &cases {
+        n += 1;
+        let target = Target::ALL[n % Target::ALL.len()];
+        let opts = Options {
+            target,
+            specialise: true,
+            ..Options::default()
+        };
+        let checker = pk_lang::compile_source("k.pk", src, &opts)
+            .err()
+            .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
+        let libtpu = libtpu_refusal(plugin, src, target);
+        match (checker, libtpu) {
+            (None, None) => accepted += 1,
+            (Some(_), Some(_)) => refused += 1,
+            (None, Some(e)) => failures.push(format!(
+                "{what} on {target}: the checker accepts it, libtpu refuses it: {e}"
+            )),
+            (Some(codes), None) => failures.push(format!(
+                "{what} on {target}: the checker refuses it ({codes:?}), libtpu compiles it"
+            )),
         }
     }
     assert!(

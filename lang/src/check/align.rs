@@ -15,11 +15,13 @@
 //! agree case by case (the agreement is tested against libtpu in
 //! `lowering/tests/mosaic_libtpu.rs`):
 //!
-//! 1. a constant is a multiple of `m` when `c % m == 0`;
-//! 2. `multiple_of(x, n)` is one when `n % m == 0`, whatever `x` is;
-//! 3. a product `a * b` is one when either factor is;
-//! 4. a sum or difference when both terms are;
-//! 5. nothing else is: grid indices, loop variables, SMEM reads.
+//! 1. a constant `c` is a multiple of `c`;
+//! 2. `multiple_of(x, n)` is a multiple of `n`, whatever `x` is;
+//! 3. a product `a * b` is a multiple of the product of what `a` and `b`
+//!    are multiples of (Mosaic folds `(i * 4) * 2` to `i * 8`);
+//! 4. a sum or difference of multiples of `p` and `q` is one of `gcd(p, q)`;
+//! 5. the index of `for c in lo..hi step s` is a multiple of `gcd(lo, s)`;
+//! 6. nothing else is known: grid indices, `while` values, SMEM reads.
 //!
 //! The column rule (PK0326): v4 cannot read a column of a VMEM ref as a
 //! vector (`x[.., j]`): Mosaic needs a sublane gather there ("Sublane gather
@@ -28,15 +30,16 @@
 use super::Checker;
 use crate::diag::{codes, Diag};
 use crate::ir::{
-    BinaryOp, DType, Func, Kernel, Literal, OpKind, RefView, Slice, Space, Start, Value, ValueDef,
+    BinaryOp, BlockId, DType, Func, Kernel, Literal, OpKind, RefView, Slice, Space, Start, Value,
+    ValueDef,
 };
 use crate::target::Target;
 
 const LANES: u64 = 128;
 
-/// Mosaic gives its proof a budget of steps; a deeper expression is not
-/// proven (the same answer as Mosaic's, which also gives up).
-const FUEL: u32 = 64;
+/// A budget of steps for the proof, so that it stays linear in the size
+/// of the index expression; no real index comes near it.
+const FUEL: u32 = 256;
 
 /// Reports every load and store of the kernel body whose run-time position
 /// in a tiled dimension is not provably aligned.
@@ -129,34 +132,63 @@ fn unaligned(f: &Func, k: &Kernel, view: &RefView) -> Option<(usize, u64)> {
         } else {
             continue;
         };
-        if !multiple(f, *v, m, FUEL) {
+        if !multiple(f, *v, m) {
             return Some((d, m));
         }
     }
     None
 }
 
-/// Whether `v` is provably a multiple of `m` (rules 1 to 4 above).
-fn multiple(f: &Func, v: Value, m: u64, fuel: u32) -> bool {
-    if m == 1 {
-        return true;
-    }
+/// Whether `v` is provably a multiple of `m` (rules 1 to 6 above).
+fn multiple(f: &Func, v: Value, m: u64) -> bool {
+    divisor(f, v, FUEL) % m == 0
+}
+
+/// A number `v` is provably a multiple of, 0 when `v` is 0 (a multiple of
+/// everything), 1 when nothing is known.
+fn divisor(f: &Func, v: Value, fuel: u32) -> u64 {
     if fuel == 0 {
-        return false;
+        return 1;
     }
-    let ValueDef::Result(op, _) = f.values[v].def else {
-        return false;
+    let op = match f.values[v].def {
+        ValueDef::Result(op, _) => op,
+        ValueDef::Param(b, 0) => return loop_index(f, b, fuel),
+        ValueDef::Param(..) => return 1,
     };
     match &f.ops[op].kind {
-        OpKind::Const(Literal::Int(c)) => c.unsigned_abs() % m == 0,
-        OpKind::AssumeMultiple(_, n) => n % m == 0,
+        OpKind::Const(Literal::Int(c)) => c.unsigned_abs(),
+        OpKind::AssumeMultiple(_, n) => *n,
         OpKind::Binary(BinaryOp::Mul, a, b) => {
-            multiple(f, *b, m, fuel / 2) || multiple(f, *a, m, fuel.div_ceil(2))
+            let (x, y) = (divisor(f, *a, fuel / 2), divisor(f, *b, fuel / 2));
+            // A product too large to hold is still a multiple of each factor.
+            x.checked_mul(y).unwrap_or(x.max(y))
         }
         OpKind::Binary(BinaryOp::Add | BinaryOp::Sub, a, b) => {
-            multiple(f, *b, m, fuel / 2) && multiple(f, *a, m, fuel.div_ceil(2))
+            gcd(divisor(f, *a, fuel / 2), divisor(f, *b, fuel / 2))
         }
-        _ => false,
+        _ => 1,
+    }
+}
+
+/// The index of a `for` loop whose body is `b` takes the values `lo`,
+/// `lo + step`, ...: multiples of `gcd(lo, step)`. Other block parameters
+/// (grid indices, loop-carried values) are unknown.
+fn loop_index(f: &Func, b: BlockId, fuel: u32) -> u64 {
+    for (_, op) in f.ops.iter() {
+        if let OpKind::For { lo, step, body, .. } = &op.kind {
+            if *body == b {
+                return gcd(divisor(f, *lo, fuel / 2), *step);
+            }
+        }
+    }
+    1
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
