@@ -539,3 +539,40 @@ fn multiple_of_keeps_a_kept_promise() {
         }
     }
 }
+
+/// `for h in 0..H unroll`: each copy of the body reads head `h` and weighs
+/// it by `h + 1`, a compile-time value.
+#[test]
+fn unrolled_loop_runs_each_index_once() {
+    let k = build("tests/in/unroll.pk", &[("T", "f32")]);
+    let f = |i: usize| ((i * 7) % 23) as f32 - 11.0;
+    let (kv, kva) = ints_f32(&[2, 16, 8, 128], f);
+    let y = k.run(vec![kva], &threads(1)).expect("runs")[0].to_f32();
+    for i in 0..2 {
+        for r in 0..16 {
+            for c in 0..128 {
+                let want: f32 = (0..8)
+                    .map(|h| kv[((i * 16 + r) * 8 + h) * 128 + c] * (h + 1) as f32)
+                    .sum();
+                assert_eq!(y[(i * 16 + r) * 128 + c], want, "i {i} row {r} lane {c}");
+            }
+        }
+    }
+}
+
+/// The unrolled index sizes windows: block `h` of a row is the sum of its
+/// first `(h + 1) * 128` elements.
+#[test]
+fn unrolled_index_sizes_windows() {
+    let k = build("tests/cpu/unroll_prefix.pk", &[]);
+    let (x, xa) = ints_f32(&[8, 512], |i| (i % 9) as f32);
+    let y = k.run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for r in 0..8 {
+        for h in 0..4 {
+            let want: f32 = x[r * 512..r * 512 + (h + 1) * 128].iter().sum();
+            for c in 0..128 {
+                assert_eq!(y[r * 512 + h * 128 + c], want, "row {r} block {h}");
+            }
+        }
+    }
+}

@@ -284,6 +284,9 @@ pub enum Stmt {
         lo: Expr,
         hi: Expr,
         step: Option<Expr>,
+        /// `for ... unroll { }`: the body is repeated for each index, which
+        /// is a compile-time integer inside it.
+        unroll: bool,
         body: Block,
         span: Span,
     },

@@ -132,6 +132,8 @@ pub enum Tok {
     In,
     #[token("step")]
     Step,
+    #[token("unroll")]
+    Unroll,
     #[token("assert")]
     Assert,
     /// A string literal; only assertion messages take one.
@@ -280,6 +282,7 @@ impl Tok {
             Tok::For => "for",
             Tok::In => "in",
             Tok::Step => "step",
+            Tok::Unroll => "unroll",
             Tok::While => "while",
             Tok::Assert => "assert",
             Tok::Grid => "grid",

@@ -13,6 +13,7 @@ mod builtins;
 mod header;
 pub mod rules;
 mod stmt;
+mod unroll;
 pub mod value;
 
 /// Whether `name` is a builtin function.

@@ -97,8 +97,18 @@ impl Builder<'_, '_> {
                 lo,
                 hi,
                 step,
+                unroll: true,
                 body,
                 span,
+            } => self.unrolled_loop(var, (lo, hi, step.as_ref()), body, *span),
+            Stmt::For {
+                var,
+                lo,
+                hi,
+                step,
+                body,
+                span,
+                ..
             } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
             Stmt::While { cond, body, span } => self.while_loop(cond, body, *span),
             Stmt::Assert(a) => {

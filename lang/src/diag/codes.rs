@@ -223,6 +223,12 @@ codes! {
         example: "let r = multiple_of(ids[i], 0);   // error\nlet r = multiple_of(ids[i], 8);",
     }
 
+    UNROLL_LENGTH = "PK0229" "unroll-length" {
+        what: "A `for ... unroll` loop would copy its body more than 1024 times.",
+        why: "An unrolled loop becomes one copy of its body per index; thousands of copies make a kernel that compiles slowly and does not fit the TPU's instruction memory. Such a loop belongs on the TPU as a `for` without `unroll`.",
+        example: "for c in 0..4096 unroll { ... }   // error\nfor c in 0..4096 { ... }",
+    }
+
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
         why: "Mosaic moves blocks in (8, 128) tiles of 32-bit words; other shapes cannot be laid out in VMEM.",
