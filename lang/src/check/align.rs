@@ -141,7 +141,7 @@ fn unaligned(f: &Func, k: &Kernel, view: &RefView) -> Option<(usize, u64)> {
 
 /// Whether `v` is provably a multiple of `m` (rules 1 to 6 above).
 fn multiple(f: &Func, v: Value, m: u64) -> bool {
-    divisor(f, v, FUEL) % m == 0
+    divisor(f, v, FUEL).is_multiple_of(m)
 }
 
 /// A number `v` is provably a multiple of, 0 when `v` is 0 (a multiple of
