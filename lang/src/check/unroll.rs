@@ -54,12 +54,14 @@ impl Builder<'_, '_> {
             );
             return;
         }
-        let count = if hi_v > lo_v {
-            (hi_v - lo_v + step_v - 1) / step_v
+        // In i128 so that no bounds overflow; every index is below `hi`.
+        let (lo_w, hi_w, step_w) = (i128::from(lo_v), i128::from(hi_v), i128::from(step_v));
+        let count = if hi_w > lo_w {
+            (hi_w - lo_w + step_w - 1) / step_w
         } else {
             0
         };
-        if count > MAX_UNROLL {
+        if count > i128::from(MAX_UNROLL) {
             self.error(
                 Diag::new(
                     &codes::UNROLL_LENGTH,
@@ -76,7 +78,8 @@ impl Builder<'_, '_> {
             self.scopes.push(HashMap::new());
             self.bind(
                 &var.name,
-                Binding::Val(Val::Int(Dim::Known(lo_v + k * step_v))),
+                // In `lo..hi`, so it fits an i64.
+                Binding::Val(Val::Int(Dim::Known((lo_w + k * step_w) as i64))),
             );
             let _ = self.block_value(body);
             self.scopes.pop();
