@@ -259,6 +259,7 @@ fn explain_list_prints_every_code() {
         .chain(pk_runtime::pjrt::EXPLANATIONS.iter())
         .chain(pk_lowering::mosaic::EXPLANATIONS.iter())
         .chain(pk_runtime::package::EXPLANATIONS.iter())
+        .chain(pk_runtime::bind::EXPLANATIONS.iter())
         .map(|e| format!("{}  {}", e.code, e.title))
         .collect();
     assert_eq!(lines, want);
