@@ -95,14 +95,20 @@ def _custom_call_of(module: ir.Module) -> ir.Operation:
     raise PkError(f"internal error: no custom call in pk's StableHLO module")
 
 
+def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """An operation's attributes by name."""
+    named = (op.attributes[i] for i in range(len(op.attributes)))
+    return {a.name: a.attr for a in named}
+
+
 def _tpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Kernel) -> Any:
     # pk's own module for these shapes is parsed into the lowering's
     # context and its custom call re-emitted on the traced operands, with
     # every attribute as pkc build wrote it.
     module = ir.Module.parse(kernel.stablehlo, context=ctx.module_context.context)
     call = _custom_call_of(module)
-    result_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
-    attributes = {a.name: a.attr for a in call.attributes}
+    result_types = [r.type for r in call.results]
+    attributes = _attributes(call)
     op = ir.Operation.create(
         "stablehlo.custom_call",
         results=result_types,
