@@ -49,6 +49,9 @@ enum Command {
     Test(cmd::test::Args),
     /// Time a kernel on the CPU reference with random inputs.
     Bench(cmd::bench::Args),
+    /// Compile any StableHLO module (e.g. a JAX model exported for TPU)
+    /// ahead of time with libtpu and report code size and memory per target.
+    Aot(cmd::aot::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Aot(a) => cmd::aot::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
     };
     ExitCode::from(code)
