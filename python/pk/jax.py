@@ -127,9 +127,9 @@ def _batching_rule(
 ) -> tuple[list[Any], list[int]]:
     # One call per batch element (see the module doc). The specialisation
     # is unchanged: each call sees the unbatched shapes.
-    size = next(a.shape[d] for a, d in zip(args, dims) if d is not batching.not_mapped)
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     mapped = [
-        jax.numpy.moveaxis(a, d, 0) if d is not batching.not_mapped else None
+        jax.numpy.moveaxis(a, d, 0) if d is not None else None
         for a, d in zip(args, dims)
     ]
 

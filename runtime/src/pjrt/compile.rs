@@ -169,7 +169,10 @@ impl Topology {
     /// artifact is bytecode too), over `partitions` SPMD partitions and
     /// `replicas` replicas as the module's `mhlo.num_partitions` and
     /// `mhlo.num_replicas` say. libtpu reads the module's own sharding
-    /// annotations; the topology must have enough devices for them.
+    /// annotations; the topology must have enough devices for them. A
+    /// partitioned module that uses the Shardy dialect (`sdy`, what JAX
+    /// emits for `shard_map` and sharded arguments) is partitioned by
+    /// Shardy, as JAX compiles it.
     pub fn compile_program(
         &self,
         code: &[u8],
@@ -177,7 +180,8 @@ impl Topology {
         partitions: u32,
     ) -> Result<CompiledKernel, PjrtError> {
         let started = Instant::now();
-        let options = program_options(replicas, partitions);
+        let shardy = partitions > 1 && code.windows(4).any(|w| w == b"sdy.");
+        let options = program_options(replicas, partitions, shardy);
         let executable = self.compile_with(code, &options)?;
         let compile_time = started.elapsed();
         Ok(CompiledKernel {
@@ -301,14 +305,15 @@ pub(super) fn compile_options() -> Vec<u8> {
 
 /// Compile options of a whole program: SPMD partitioning is on when the
 /// program has more than one partition, as JAX sets it for a sharded
-/// computation.
-fn program_options(replicas: u32, partitions: u32) -> Vec<u8> {
+/// computation, and done by Shardy when `shardy`.
+fn program_options(replicas: u32, partitions: u32, shardy: bool) -> Vec<u8> {
     CompileOptionsProto {
         executable_build_options: Some(ExecutableBuildOptionsProto {
             device_ordinal: -1,
             num_replicas: i64::from(replicas.max(1)),
             num_partitions: i64::from(partitions.max(1)),
             use_spmd_partitioning: partitions > 1,
+            use_shardy_partitioner: shardy,
             ..Default::default()
         }),
         ..Default::default()
