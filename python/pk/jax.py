@@ -19,10 +19,15 @@ dtypes declared as a dtype parameter are taken from the arguments when not
 given; every new combination of shapes compiles once and is cached. A
 conflict raises ``pk.PkError`` naming the operand and dimension.
 
-``jax.vmap`` of a kernel maps it with ``jax.lax.map``: one kernel call per
-batch element, in sequence (on TPU, a loop around the custom call). The
-Pallas-like alternative, a leading ``parallel`` grid axis, needs the batch
-axis written into the kernel; write it there when the loop is too slow.
+``jax.vmap`` of a kernel adds a leading ``parallel`` grid axis over the
+batch, as Pallas batches a ``pallas_call``: the batched operands gain a
+leading dimension with a squeezed block indexed by the new axis, and the
+result is one kernel call (on TPU, one custom call whose grid steps may be
+split across TensorCores). Where the kernel cannot be batched that way (a
+package, no grid, scalar prefetch, a batched operand that is a whole array
+or in HBM, or ``use`` of a sibling module), each batch element is one call,
+in sequence, through ``jax.lax.map`` (on TPU, a loop around the custom
+call).
 
 The CPU lowering refers to kernels compiled in this process, so a module
 lowered for CPU cannot be serialized for use elsewhere; the TPU lowering is
@@ -122,24 +127,40 @@ mlir.register_lowering(_call_p, _cpu_lowering, platform="cpu")
 mlir.register_lowering(_call_p, _tpu_lowering, platform="tpu")
 
 
+_batched_cache: dict[tuple[Any, ...], _pk.Kernel | None] = {}
+_batched_lock = threading.Lock()
+
+
+def _batched_kernel(kernel: _pk.Kernel, flags: tuple[bool, ...], size: int) -> _pk.Kernel | None:
+    key = (kernel, flags, size)
+    with _batched_lock:
+        if key in _batched_cache:
+            return _batched_cache[key]
+    k = kernel.batched(list(flags), size)
+    with _batched_lock:
+        _batched_cache[key] = k
+    return k
+
+
 def _batching_rule(
     args: Sequence[Any], dims: Sequence[int | None], *, kernel: _pk.Kernel
 ) -> tuple[list[Any], list[int]]:
-    # One call per batch element (see the module doc). The specialisation
-    # is unchanged: each call sees the unbatched shapes.
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-    mapped = [
-        jax.numpy.moveaxis(a, d, 0) if d is not None else None
-        for a, d in zip(args, dims)
-    ]
+    moved = [jax.numpy.moveaxis(a, d, 0) if d is not None else a for a, d in zip(args, dims)]
+    flags = tuple(d is not None for d in dims)
+    batched = _batched_kernel(kernel, flags, size)
+    if batched is not None:
+        # The kernel with a leading parallel grid axis over the batch: one
+        # call, the batch's blocks squeezed (see the module doc).
+        return list(_call_p.bind(*moved, kernel=batched)), [0] * len(kernel.outputs)
 
+    # The fallback: one call per batch element, in sequence.
     def one(xs: list[Any]) -> list[Any]:
         it = iter(xs)
-        call_args = [next(it) if m is not None else a for a, m in zip(args, mapped)]
+        call_args = [next(it) if f else a for a, f in zip(moved, flags)]
         return _call_p.bind(*call_args, kernel=kernel)
 
-    outs = jax.lax.map(one, [m for m in mapped if m is not None])
-    assert all(o.shape[0] == size for o in outs)
+    outs = jax.lax.map(one, [m for m, f in zip(moved, flags) if f])
     return list(outs), [0] * len(outs)
 
 

@@ -70,6 +70,14 @@ pub struct Built {
     pub cpu: Option<Arc<CpuKernel>>,
     /// Why there is no CPU reference, when there is none.
     pub no_cpu_reason: Option<String>,
+    /// Where a kernel built from source came from (none for a package).
+    pub origin: Option<Origin>,
+}
+
+/// The source a kernel was built from, kept to build its batched form.
+pub struct Origin {
+    pub text: String,
+    pub targets: Vec<TpuTarget>,
 }
 
 /// Parses a target name (`v5e`).
@@ -100,6 +108,7 @@ pub fn build_source(
         cpu_reference: true,
     };
     let built = build_file(path, &opts).map_err(|f| Rendered::failure(&f))?;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     let names: Vec<&str> = built
         .kernels
         .iter()
@@ -153,7 +162,37 @@ pub fn build_source(
         stablehlo: k.package.stablehlo.clone(),
         cpu,
         no_cpu_reason,
+        origin: Some(Origin {
+            text,
+            targets: targets.to_vec(),
+        }),
     })
+}
+
+/// The kernel `b` batched over a leading grid axis of `size` steps (see
+/// `pk_runtime::bind::batched_source`), with a leading dimension on the
+/// inputs marked in `batched` and on every output. `None` when the kernel
+/// cannot be batched that way (a package, a kernel without a grid or with
+/// an unblocked batched operand) or the batched form does not build.
+pub fn batch(b: &Built, batched: &[bool], size: u64) -> Option<Built> {
+    let origin = b.origin.as_ref()?;
+    let text = bind::batched_source(&origin.text, Some(&b.name), batched, size)?;
+    // The batched source is a file of its own in a directory of this
+    // process; the user's directories are never written.
+    static DIR: std::sync::OnceLock<Option<tempfile::TempDir>> = std::sync::OnceLock::new();
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = DIR
+        .get_or_init(|| {
+            tempfile::Builder::new()
+                .prefix("pk-batched-")
+                .tempdir()
+                .ok()
+        })
+        .as_ref()?;
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.path().join(format!("{}-batched-{n}.pk", b.name));
+    std::fs::write(&path, &text).ok()?;
+    build_source(&path, Some(&b.name), &b.params, &origin.targets).ok()
 }
 
 /// Opens a package built by `pkc build`, verifying every file against its
@@ -213,6 +252,7 @@ pub fn open_package(dir: &Path) -> Result<Built, Rendered> {
             .is_none()
             .then(|| "the package has no kernel.wasm".to_string()),
         cpu,
+        origin: None,
     })
 }
 

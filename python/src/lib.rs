@@ -102,6 +102,15 @@ impl Kernel {
             .get_or_init(|| ffi::register(self.built.clone()))
     }
 
+    /// This kernel over a leading batch dimension of `size`, on the inputs
+    /// marked in `batched` and on every output, as one call with a leading
+    /// `parallel` grid axis; `None` when it cannot be batched that way.
+    fn batched(&self, py: Python<'_>, batched: Vec<bool>, size: u64) -> Option<Kernel> {
+        let b = &self.built;
+        py.detach(|| adapter::batch(b, &batched, size))
+            .map(new_kernel)
+    }
+
     /// Checks a call's arrays, `[(dtype, shape)]`, against the inputs.
     fn check_args(&self, py: Python<'_>, args: Vec<(String, Vec<u64>)>) -> PyResult<()> {
         adapter::check_args(&self.built, &arg_sigs(args)).map_err(|r| raise(py, r))

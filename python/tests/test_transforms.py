@@ -43,11 +43,36 @@ def test_nested_vmap(rng) -> None:
     np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=1e-6, atol=1e-7)
 
 
-def test_vmap_lowers_for_tpu() -> None:
+def test_vmap_is_one_call_with_a_leading_parallel_grid_axis() -> None:
+    a = jax.ShapeDtypeStruct((4, 128, 256), jnp.float32)
+    b = jax.ShapeDtypeStruct((256, 128), jnp.float32)
+    jaxpr = str(jax.make_jaxpr(jax.vmap(mm, in_axes=(0, None)))(a, b))
+    assert jaxpr.count("pk_call") == 1 and "scan" not in jaxpr and "while" not in jaxpr
+    batched = mm.specialise(a.update(shape=(128, 256)), b).batched([True, False], 4)
+    assert batched.inputs == [("a", "f32", [4, 128, 256]), ("b", "f32", [256, 128])]
+    assert batched.outputs == [("c", "f32", [4, 128, 128])]
+
+
+def test_batched_kernel_lowers_for_tpu_and_compiles() -> None:
     a = jax.ShapeDtypeStruct((4, 128, 256), jnp.float32)
     b = jax.ShapeDtypeStruct((4, 256, 128), jnp.float32)
-    text = jax.jit(jax.vmap(mm)).trace(a, b).lower(lowering_platforms=("tpu",)).as_text()
-    assert "tpu_custom_call" in text
+    lowered = jax.jit(jax.vmap(mm)).trace(a, b).lower(lowering_platforms=("tpu",))
+    text = lowered.as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 1
+    assert "(tensor<4x128x256xf32>, tensor<4x256x128xf32>) -> tensor<4x128x128xf32>" in text
+    report = pk.aot_compile(lowered, "v5e")
+    assert report["memory"]["output_bytes"] == 4 * 4 * 128 * 128
+
+
+def test_vmap_of_a_package_loops(tmp_path, rng) -> None:
+    from conftest import pkc
+
+    pkc("build", str(KERNELS / "add.pk"), "-p", "M=256", "-p", "N=512", "-o", str(tmp_path))
+    k = pk.jax.kernel(tmp_path / "add-M256-N512")
+    x = rng.standard_normal((2, 256, 512)).astype(np.float32)
+    jaxpr = str(jax.make_jaxpr(jax.vmap(k))(x, x))
+    assert "scan" in jaxpr
+    np.testing.assert_array_equal(np.asarray(jax.vmap(k)(x, x)), x + x)
 
 
 def mesh2() -> Mesh:

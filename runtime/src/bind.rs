@@ -443,3 +443,131 @@ fn join(v: &[u64]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// The name of the grid axis [`batched_source`] adds.
+pub const BATCH_AXIS: &str = "pk_batch";
+
+/// The source of a batched kernel: `kernel` of `text` (the file's only
+/// kernel when `None`) with a leading dimension of `batch` on the inputs
+/// marked in `batched` and on every output, each with a squeezed block
+/// (`_`) indexed by a new leading `parallel` grid axis, [`BATCH_AXIS`]. Each
+/// step of that axis is one unbatched call, as Pallas batches a kernel.
+///
+/// `None` when the kernel cannot be batched this way: it does not parse,
+/// has scalar-prefetch operands, no grid, or a batched operand that is not
+/// blocked (a whole array, or one left in HBM for DMA).
+pub fn batched_source(
+    text: &str,
+    kernel: Option<&str>,
+    batched: &[bool],
+    batch: u64,
+) -> Option<String> {
+    let mut sources = SourceMap::new();
+    let file = sources.add("batched.pk", text);
+    let (module, diags) = pk_lang::parse::parse(file, text);
+    if diags.iter().any(Diag::is_error) {
+        return None;
+    }
+    let mut kernels = module.items.iter().filter_map(|i| match i {
+        Item::Kernel(k) => Some(k),
+        _ => None,
+    });
+    let decl = match kernel {
+        Some(name) => kernels.find(|k| k.name.name == name)?,
+        None => {
+            let first = kernels.next()?;
+            if kernels.next().is_some() {
+                return None;
+            }
+            first
+        }
+    };
+    if decl.inputs.len() != batched.len() {
+        return None;
+    }
+    let mut edits: Vec<(usize, String)> = Vec::new();
+    let mut grid = None;
+    for c in &decl.clauses {
+        match c {
+            ast::Clause::Prefetch(..) => return None,
+            ast::Clause::Grid(dims, _) => grid = dims.first(),
+            _ => {}
+        }
+    }
+    let first_axis = grid?;
+    edits.push((
+        first_axis.span.start as usize,
+        format!("{BATCH_AXIS} in {batch} parallel, "),
+    ));
+    let operands = decl
+        .inputs
+        .iter()
+        .zip(batched)
+        .filter(|(_, &b)| b)
+        .map(|(o, _)| o)
+        .chain(&decl.outputs);
+    for o in operands {
+        let ast::Placement::Block {
+            dims, index_map, ..
+        } = &o.placement
+        else {
+            return None;
+        };
+        let start = |e: &ast::BlockDim| match e {
+            ast::BlockDim::Squeezed(s) => s.start,
+            ast::BlockDim::Size(e) => e.span.start,
+        };
+        edits.push((o.dims.first()?.span.start as usize, format!("{batch}, ")));
+        edits.push((start(dims.first()?) as usize, "_, ".to_string()));
+        edits.push((
+            index_map.first()?.span.start as usize,
+            format!("{BATCH_AXIS}, "),
+        ));
+    }
+    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out = text.to_string();
+    for (at, s) in edits {
+        if at > out.len() || !out.is_char_boundary(at) {
+            return None;
+        }
+        out.insert_str(at, &s);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADD: &str = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[M, N] block [bm, N] at (i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[M, N] block [bm, N] at (i, 0)\ngrid (i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
+
+    #[test]
+    fn batching_adds_a_squeezed_leading_dimension_and_grid_axis() {
+        let got = batched_source(ADD, None, &[true, false], 3).expect("batchable");
+        let want = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0)\ngrid (pk_batch in 3 parallel, i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
+        assert_eq!(got, want);
+        // The batched source compiles, with the batch dimension in place.
+        let m = pk_lang::compile_source(
+            "b.pk",
+            &got,
+            &pk_lang::Options {
+                specialise: true,
+                ..Default::default()
+            },
+        )
+        .expect("the batched kernel compiles");
+        let k = &m.kernels[0];
+        let shape: Vec<u64> = k.operands[0].shape.iter().map(|d| d.get()).collect();
+        assert_eq!(shape, [3, 8, 128]);
+        assert_eq!(k.grid.len(), 2);
+    }
+
+    #[test]
+    fn kernels_without_grid_or_with_whole_batched_operands_are_not_batched() {
+        let whole = ADD.replace("x: f32[M, N] block [bm, N] at (i, 0)", "x: f32[M, N]");
+        assert!(batched_source(&whole, None, &[true, true], 2).is_none());
+        assert!(batched_source(&whole, None, &[false, true], 2).is_some());
+        assert!(batched_source(ADD, None, &[true], 2).is_none(), "arity");
+        assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
+    }
+}
