@@ -524,7 +524,7 @@ pub fn batched_source(
             format!("{BATCH_AXIS}, "),
         ));
     }
-    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_string();
     for (at, s) in edits {
         if at > out.len() || !out.is_char_boundary(at) {
