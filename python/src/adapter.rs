@@ -308,6 +308,16 @@ pub fn run_cpu(
     Ok(())
 }
 
+/// Runs the CPU reference on a host framework's buffers, in place.
+pub fn run_cpu_in_place(
+    k: &CpuKernel,
+    inputs: &[&[u8]],
+    outputs: &mut [&mut [u8]],
+) -> Result<(), Rendered> {
+    k.run_in_place(inputs, outputs, &RunOptions::default())
+        .map_err(|e| Rendered::diagnostic(&e))
+}
+
 pub fn host_array(d: DType, shape: Vec<usize>, data: Vec<u8>) -> HostArray {
     HostArray::new(d, shape, data)
 }

@@ -19,6 +19,9 @@
 //!    rendered pk diagnostic (JAX raises it as an exception).
 //! 2. Buffers are checked against the kernel's operands (count, dtype,
 //!    shape) before any byte is read or written.
+//! 3. The kernel reads XLA's argument buffers and writes its result buffers
+//!    in place (`CpuKernel::run_in_place`): no copies beyond those the CPU
+//!    reference makes itself.
 
 use std::ffi::{c_char, c_void, CString};
 use std::mem::offset_of;
@@ -273,25 +276,27 @@ unsafe fn call(frame: &mut CallFrame) -> CallResult {
     // SAFETY: the argument and result lists are valid for the call.
     let args = unsafe { buffers(&frame.args, &built.inputs, "argument") }?;
     let rets = unsafe { buffers(&frame.rets, &built.outputs, "result") }?;
-    let mut inputs = Vec::with_capacity(args.len());
+    let mut inputs: Vec<&[u8]> = Vec::with_capacity(args.len());
     for (b, o) in args.iter().zip(&built.inputs) {
-        let d = adapter::dtype(&o.dtype).ok_or_else(|| (ERR_INTERNAL, "dtype".to_string()))?;
-        let n = o.shape.iter().product::<u64>() as usize * adapter::elem_bytes(d);
         // SAFETY: XLA's buffer holds the operand's elements (dtype and
-        // shape checked above), row-major as the layouts request.
-        let bytes = unsafe { std::slice::from_raw_parts(b.data.cast::<u8>(), n) };
-        let shape = o.shape.iter().map(|&d| d as usize).collect();
-        inputs.push(Arc::new(adapter::host_array(d, shape, bytes.to_vec())));
+        // shape checked above), row-major as the layouts request, and
+        // stays valid for the call.
+        inputs.push(unsafe { std::slice::from_raw_parts(b.data.cast::<u8>(), bytes(o)?) });
     }
     let mut outs: Vec<&mut [u8]> = Vec::with_capacity(rets.len());
     for (b, o) in rets.iter().zip(&built.outputs) {
-        let d = adapter::dtype(&o.dtype).ok_or_else(|| (ERR_INTERNAL, "dtype".to_string()))?;
-        let n = o.shape.iter().product::<u64>() as usize * adapter::elem_bytes(d);
         // SAFETY: as above; result buffers are distinct from each other
-        // and written only here.
-        outs.push(unsafe { std::slice::from_raw_parts_mut(b.data.cast::<u8>(), n) });
+        // and from the arguments (an aliased result shares its argument's
+        // buffer, but the kernel reads that input from a private copy).
+        outs.push(unsafe { std::slice::from_raw_parts_mut(b.data.cast::<u8>(), bytes(o)?) });
     }
-    adapter::run_cpu(kernel, inputs, &mut outs).map_err(invalid)
+    adapter::run_cpu_in_place(kernel, &inputs, &mut outs).map_err(invalid)
+}
+
+/// The size in bytes of an operand's array in pk's memory layout.
+fn bytes(o: &pk_runtime::bind::OperandSig) -> Result<usize, (i32, String)> {
+    let d = adapter::dtype(&o.dtype).ok_or_else(|| (ERR_INTERNAL, format!("dtype {}", o.dtype)))?;
+    Ok(o.shape.iter().product::<u64>() as usize * adapter::elem_bytes(d))
 }
 
 /// Answers XLA's metadata query: the FFI API version of this handler and

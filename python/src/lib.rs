@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict};
 
 use adapter::{Built, Rendered};
@@ -121,7 +122,7 @@ impl Kernel {
     fn run_bytes<'py>(
         &self,
         py: Python<'py>,
-        inputs: Vec<Vec<u8>>,
+        inputs: Vec<PyBackedBytes>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let Some(k) = self.built.cpu.clone() else {
             return Err(raise(
@@ -138,7 +139,7 @@ impl Kernel {
             let d = adapter::dtype(&o.dtype)
                 .ok_or_else(|| PyValueError::new_err(format!("dtype {}", o.dtype)))?;
             let shape = o.shape.iter().map(|&d| d as usize).collect();
-            arrays.push(Arc::new(adapter::host_array(d, shape, data)));
+            arrays.push(Arc::new(adapter::host_array(d, shape, data.to_vec())));
         }
         let mut outs: Vec<Vec<u8>> = self
             .built
