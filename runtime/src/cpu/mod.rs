@@ -116,6 +116,10 @@ impl Default for RunOptions {
     }
 }
 
+/// An input of a run, with the dtype and shape to check it against when it
+/// has them (lent bytes have only their size, checked beforehand).
+type Given<'a> = (Input, Option<(DType, &'a [usize])>);
+
 /// A compiled kernel, ready to run any number of times.
 pub struct CpuKernel {
     engine: Engine,
@@ -269,7 +273,7 @@ impl CpuKernel {
         inputs: &[Arc<HostArray>],
         opts: &RunOptions,
     ) -> Result<Vec<HostArray>, Error> {
-        let given: Vec<(Input, Option<(DType, &[usize])>)> = inputs
+        let given: Vec<Given> = inputs
             .iter()
             .map(|a| (Input::Array(a.clone()), Some((a.dtype, a.shape.as_slice()))))
             .collect();
@@ -334,7 +338,7 @@ impl CpuKernel {
     /// none returned).
     fn run_inputs(
         &self,
-        inputs: Vec<(Input, Option<(DType, &[usize])>)>,
+        inputs: Vec<Given<'_>>,
         mut lent: Option<Vec<Lent>>,
         opts: &RunOptions,
     ) -> Result<Vec<HostArray>, Error> {
