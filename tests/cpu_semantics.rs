@@ -520,3 +520,57 @@ fn passing_static_assertions_leave_the_kernel_unchanged() {
         assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
     }
 }
+
+/// Tuples, a nested helper with keyword arguments and defaults: per row,
+/// chunk `c` of the row is `x * scale + (c > 0 ? 1 : 0)`; the loop carries
+/// (sum, max) over the chunks; even row blocks store (sum, max), odd ones
+/// (max, sum). Small integers and halves keep every sum exact.
+#[test]
+fn tuples_and_nested_helpers_carry_and_yield_pairs() {
+    let (m, n, bm) = (32usize, 512usize, 8usize);
+    let (x, xa) = ints_f32(&[m, n], |i| ((i * 7) % 11) as f32 - 5.0);
+    for (scale, params) in [(0.5f32, vec![]), (-2.0, vec![("scale", "-2.0")])] {
+        let k = build("tests/in/tuples_helpers.pk", &params);
+        let out = k.run(vec![xa.clone()], &threads(1)).expect("runs");
+        let (s, mx) = (out[0].to_f32(), out[1].to_f32());
+        for r in 0..m {
+            let mut total = 0.0f32;
+            let mut top = f32::NEG_INFINITY;
+            for c in 0..n / 128 {
+                let extra = if c == 0 { 0.0 } else { 1.0 };
+                for col in 0..128 {
+                    let v = x[r * n + c * 128 + col] * scale + extra;
+                    total += v;
+                    top = top.max(v);
+                }
+            }
+            let (a, b) = if (r / bm) % 2 == 0 {
+                (total, top)
+            } else {
+                (top, total)
+            };
+            for col in 0..128 {
+                assert_eq!(s[r * 128 + col], a, "scale={scale}: s[{r}, {col}]");
+                assert_eq!(mx[r * 128 + col], b, "scale={scale}: m[{r}, {col}]");
+            }
+        }
+    }
+}
+
+/// `dot(f32, bf16)` computes in f32 like `jnp.dot`: integer inputs whose
+/// products and sums are exact give the exact matrix product.
+#[test]
+fn dot_of_f32_and_bf16_promotes_to_f32() {
+    let (m, kk, n) = (128usize, 256usize, 128usize);
+    let (a, aa) = ints_f32(&[m, kk], |i| ((i * 3) % 7) as f32 - 3.0);
+    let b: Vec<f32> = (0..kk * n).map(|i| ((i * 5) % 9) as f32 - 4.0).collect();
+    let ba = HostArray::bf16_from_f32(&[kk, n], &b);
+    let k = build("tests/in/mixed_dot.pk", &[]);
+    let c = k.run(vec![aa, ba], &threads(1)).expect("runs")[0].to_f32();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
+            assert_eq!(c[i * n + j], want, "c[{i}, {j}]");
+        }
+    }
+}

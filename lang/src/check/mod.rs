@@ -12,6 +12,7 @@ mod builtins;
 mod header;
 pub mod rules;
 mod stmt;
+mod tuple;
 pub mod value;
 
 /// Whether `name` is a builtin function.
