@@ -574,3 +574,38 @@ fn dot_of_f32_and_bf16_promotes_to_f32() {
         }
     }
 }
+
+/// Static slices of values, per block of 16 rows: `y = 2x[:, 128..256] +
+/// h[:, 0..128] + h[:, 128..256] + 2x[:, 64..192]` and `z = 2x[0..8] +
+/// 2x[8..16] + 2x[5..13] + h[3..11]`.
+#[test]
+fn value_slices_take_static_windows() {
+    let (m, bm) = (64usize, 16usize);
+    let (x, xa) = ints_f32(&[m, 256], |i| ((i * 5) % 13) as f32 - 6.0);
+    let h: Vec<f32> = (0..m * 256).map(|i| ((i * 3) % 10) as f32 - 5.0).collect();
+    let ha = HostArray::bf16_from_f32(&[m, 256], &h);
+    let k = build("tests/in/value_slices.pk", &[]);
+    let out = k.run(vec![xa, ha], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for r in 0..m {
+        for c in 0..128 {
+            let want = 2.0 * x[r * 256 + 128 + c]
+                + h[r * 256 + c]
+                + h[r * 256 + 128 + c]
+                + 2.0 * x[r * 256 + 64 + c];
+            assert_eq!(y[r * 128 + c], want, "y[{r}, {c}]");
+        }
+    }
+    for b in 0..m / bm {
+        for r in 0..8 {
+            for c in 0..256 {
+                let (top, low, mid, hr) = (b * bm + r, b * bm + 8 + r, b * bm + 5 + r, b * bm + 3 + r);
+                let want = 2.0 * x[top * 256 + c]
+                    + 2.0 * x[low * 256 + c]
+                    + 2.0 * x[mid * 256 + c]
+                    + h[hr * 256 + c];
+                assert_eq!(z[(b * 8 + r) * 256 + c], want, "z[{}, {c}]", b * 8 + r);
+            }
+        }
+    }
+}

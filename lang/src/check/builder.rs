@@ -1078,6 +1078,16 @@ impl<'c, 'p> Builder<'c, 'p> {
         span: Span,
     ) -> Option<(RefView, Type)> {
         let r = self.ref_of(base)?;
+        self.ref_view_of(r, idx, span)
+    }
+
+    /// [`Builder::ref_view`] of a ref already evaluated from `base`.
+    pub fn ref_view_of(
+        &mut self,
+        r: RefId,
+        idx: &[ast::Index],
+        span: Span,
+    ) -> Option<(RefView, Type)> {
         let rt = self.refs[r].ty.clone();
         let name = self.refs[r].name.clone();
         let rank = rt.shape.len();
@@ -1318,7 +1328,24 @@ impl<'c, 'p> Builder<'c, 'p> {
     }
 
     fn load(&mut self, base: &Expr, idx: &[ast::Index], span: Span) -> Val {
-        let Some((view, ty)) = self.ref_view(base, idx, span) else {
+        let r = match self.expr(base) {
+            Val::Ref(r) => r,
+            Val::V(x) => return self.slice_value(x, base, idx, span),
+            Val::Err => return Val::Err,
+            other => {
+                let d = self.describe(&other);
+                return self.error(
+                    Diag::new(
+                        &codes::NOT_INDEXABLE,
+                        format!("only refs and values can be indexed; this is {d}"),
+                        base.span,
+                    )
+                    .label("not a ref or value")
+                    .help("operands, scratch buffers and prefetch arrays are refs; tiles are values"),
+                );
+            }
+        };
+        let Some((view, ty)) = self.ref_view_of(r, idx, span) else {
             return Val::Err;
         };
         if !self.check_access(&view, &ty, span, "read") {

@@ -11,6 +11,7 @@ pub mod builder;
 mod builtins;
 mod header;
 pub mod rules;
+mod slice;
 mod stmt;
 mod tuple;
 pub mod value;

@@ -343,6 +343,20 @@ impl Ctx<'_> {
                     return err(sp, "reshape changes the element count");
                 }
             }
+            OpKind::Slice(a, win) => {
+                let a = self.use_(id, *a, scope)?.clone();
+                let r = one(1)?;
+                let fits = win.len() == a.rank()
+                    && r.rank() == a.rank()
+                    && r.dtype() == a.dtype()
+                    && win.iter().zip(a.shape()).zip(r.shape()).all(|(((st, sz), d), rd)| {
+                        rd.known() == Some(*sz as i64)
+                            && d.known().is_none_or(|d| st + sz <= d as u64)
+                    });
+                if !fits {
+                    return err(sp, "slice window does not fit its operand or result");
+                }
+            }
             OpKind::Transpose(a, perm) => {
                 let a = self.use_(id, *a, scope)?.clone();
                 let r = one(1)?;
