@@ -599,12 +599,40 @@ fn value_slices_take_static_windows() {
     for b in 0..m / bm {
         for r in 0..8 {
             for c in 0..256 {
-                let (top, low, mid, hr) = (b * bm + r, b * bm + 8 + r, b * bm + 5 + r, b * bm + 3 + r);
+                let (top, low, mid, hr) =
+                    (b * bm + r, b * bm + 8 + r, b * bm + 5 + r, b * bm + 3 + r);
                 let want = 2.0 * x[top * 256 + c]
                     + 2.0 * x[low * 256 + c]
                     + 2.0 * x[mid * 256 + c]
                     + h[hr * 256 + c];
                 assert_eq!(z[(b * 8 + r) * 256 + c], want, "z[{}, {c}]", b * 8 + r);
+            }
+        }
+    }
+}
+
+/// `concatenate` and `tile`, per block of 8 rows `v`: `y` is `v` with its
+/// lane halves swapped; `z` (16 rows) is `v[:, 0..128]` tiled 2 x 2 plus
+/// `v` stacked on `2v`.
+#[test]
+fn concatenate_and_tile_join_values() {
+    let m = 32usize;
+    let (x, xa) = ints_f32(&[m, 256], |i| ((i * 7) % 19) as f32 - 9.0);
+    let k = build("tests/in/concat_tile.pk", &[]);
+    let out = k.run(vec![xa], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for r in 0..m {
+        for c in 0..256 {
+            assert_eq!(y[r * 256 + c], x[r * 256 + (c + 128) % 256], "y[{r}, {c}]");
+        }
+    }
+    for b in 0..m / 8 {
+        for r in 0..16 {
+            let src = b * 8 + r % 8;
+            let scale = if r < 8 { 1.0 } else { 2.0 };
+            for c in 0..256 {
+                let want = x[src * 256 + c % 128] + scale * x[src * 256 + c];
+                assert_eq!(z[(b * 16 + r) * 256 + c], want, "z[{}, {c}]", b * 16 + r);
             }
         }
     }

@@ -526,7 +526,10 @@ impl<'c, 'p> Builder<'c, 'p> {
                 diag = match other {
                     Val::Tuple(items) => Diag::new(
                         &codes::TUPLE_MISMATCH,
-                        format!("expected one value, found a tuple of {} values", items.len()),
+                        format!(
+                            "expected one value, found a tuple of {} values",
+                            items.len()
+                        ),
                         span,
                     )
                     .label("a tuple")
@@ -1341,7 +1344,9 @@ impl<'c, 'p> Builder<'c, 'p> {
                         base.span,
                     )
                     .label("not a ref or value")
-                    .help("operands, scratch buffers and prefetch arrays are refs; tiles are values"),
+                    .help(
+                        "operands, scratch buffers and prefetch arrays are refs; tiles are values",
+                    ),
                 );
             }
         };

@@ -101,7 +101,11 @@ impl Builder<'_, '_> {
         for d in &shape[window.len()..] {
             window.push((0, d.get()));
         }
-        if window.iter().zip(&shape).all(|((s, n), d)| *s == 0 && d.known() == Some(*n as i64)) {
+        if window
+            .iter()
+            .zip(&shape)
+            .all(|((s, n), d)| *s == 0 && d.known() == Some(*n as i64))
+        {
             return Val::V(x);
         }
         // A dimension taken whole keeps its (possibly symbolic) size.

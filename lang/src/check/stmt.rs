@@ -168,7 +168,10 @@ impl Builder<'_, '_> {
                     span,
                 )
                 .label(format!("a tuple of {} values", items.len()))
-                .help(format!("destructure it: `let ({}) = ...`", names.join(", "))),
+                .help(format!(
+                    "destructure it: `let ({}) = ...`",
+                    names.join(", ")
+                )),
             );
             return None;
         }

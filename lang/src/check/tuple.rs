@@ -92,7 +92,10 @@ impl Builder<'_, '_> {
                     return self.error(
                         Diag::new(
                             &codes::RETURN_MISMATCH,
-                            format!("function returns a tuple of {} values but declares one", items.len()),
+                            format!(
+                                "function returns a tuple of {} values but declares one",
+                                items.len()
+                            ),
                             span,
                         )
                         .label("body produces a tuple")
@@ -111,7 +114,10 @@ impl Builder<'_, '_> {
                         return self.error(
                             Diag::new(
                                 &codes::RETURN_MISMATCH,
-                                format!("function declares a tuple of {} values but returns {d}", ts.len()),
+                                format!(
+                                    "function declares a tuple of {} values but returns {d}",
+                                    ts.len()
+                                ),
                                 span,
                             )
                             .label(format!("body produces {d}"))

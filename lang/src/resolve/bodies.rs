@@ -237,7 +237,9 @@ impl Walker<'_> {
                     }
                 }
             }
-            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().for_each(|i| self.expr(i)),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().for_each(|i| self.expr(i))
+            }
             ExprKind::If(c, t, f) => {
                 self.expr(c);
                 self.block(t);
@@ -420,7 +422,11 @@ pub(crate) fn bind_args(
                 format!(
                     "`{}` is missing {}: `{}`",
                     f.name.name,
-                    if missing.len() == 1 { "an argument" } else { "arguments" },
+                    if missing.len() == 1 {
+                        "an argument"
+                    } else {
+                        "arguments"
+                    },
                     missing.join("`, `")
                 ),
                 span,
@@ -436,7 +442,11 @@ pub(crate) fn bind_args(
 fn too_many(f: &ast::FnDecl, n: usize, span: crate::span::Span) -> Diag {
     Diag::new(
         &codes::ARITY,
-        format!("`{}` takes {} arguments, {n} given", f.name.name, f.params.len()),
+        format!(
+            "`{}` takes {} arguments, {n} given",
+            f.name.name,
+            f.params.len()
+        ),
         span,
     )
     .label("too many arguments")

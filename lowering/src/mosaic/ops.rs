@@ -164,6 +164,19 @@ impl<'c> Mlir<'c> {
         )
     }
 
+    /// `tpu.concatenate` of `sources` along `dimension` (an i32 attribute).
+    pub fn tpu_concatenate(
+        &self,
+        at: At<'c, '_>,
+        sources: &[Val<'c>],
+        dimension: i32,
+        ty: Type<'c>,
+    ) -> R<Val<'c>> {
+        let i32t = IntegerType::new(self.ctx, 32).into();
+        let dim = IntegerAttribute::new(i32t, dimension.into()).into();
+        self.op1(at, "tpu.concatenate", sources, ty, &[("dimension", dim)])
+    }
+
     /// `vector.multi_reduction` of `src` over `dims`, starting from `acc`.
     pub fn multi_reduction(
         &self,

@@ -75,6 +75,19 @@ pub(crate) fn slice<'c>(
     cx.m.extract_strided_slice(at, v, &offsets, &sizes, cx.mlir_ty(rt))
 }
 
+/// `Concat`: `tpu.concatenate` along `axis`, as Pallas lowers
+/// `jnp.concatenate` (and `tile`, one per repeated dimension).
+pub(crate) fn concat<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    vs: &[ir::Value],
+    axis: usize,
+    rt: &ir::Type,
+) -> R<Val<'c>> {
+    let vals = vs.iter().map(|v| cx.val(*v)).collect::<R<Vec<_>>>()?;
+    cx.m.tpu_concatenate(at, &vals, axis as i32, cx.mlir_ty(rt))
+}
+
 /// `tpu.iota` along `dim`; a 1-D iota is built as a `(1, n)` one and
 /// reshaped, since Mosaic lays out vectors of rank 2 and more.
 pub(crate) fn iota<'c>(

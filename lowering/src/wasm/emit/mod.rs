@@ -342,6 +342,7 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Reshape(a) => self.alias(*a, res(r)?),
             OpKind::Transpose(a, perm) => self.transpose(*a, perm, res(r)?),
             OpKind::Slice(a, window) => self.slice(*a, window, res(r)?),
+            OpKind::Concat(vs, axis) => self.concat(vs, *axis, res(r)?),
             OpKind::Iota { dim } => self.iota(*dim, res(r)?),
             OpKind::Reduce {
                 op, value, axis, ..

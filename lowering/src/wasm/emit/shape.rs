@@ -180,7 +180,11 @@ impl Em<'_, '_> {
         for i in (0..ins.len().saturating_sub(1)).rev() {
             in_strides[i] = in_strides[i + 1] * ins[i + 1];
         }
-        let offset: u64 = window.iter().zip(&in_strides).map(|((s, _), st)| s * st).sum();
+        let offset: u64 = window
+            .iter()
+            .zip(&in_strides)
+            .map(|((s, _), st)| s * st)
+            .sum();
         // (extent, source stride) per result dim; size-1 dims are dropped
         // and a dim merges into the one before when that one is contiguous.
         let mut dims: Vec<(u64, u64)> = Vec::new();
@@ -196,6 +200,30 @@ impl Em<'_, '_> {
         let (s, o) = self.cursors(a, r);
         self.fb.add_to(s, (offset * 4) as i32);
         self.transpose_nest(&dims, s, o);
+        Ok(())
+    }
+
+    /// Operands joined along `axis`: per position of the dimensions before
+    /// it, each operand's contiguous run is copied after the previous one's.
+    pub(super) fn concat(&mut self, vs: &[Value], axis: usize, r: Value) -> Result<(), Error> {
+        let rs = shape(self.f, r);
+        let outer: u64 = rs[..axis].iter().product();
+        let inner: u64 = rs[axis + 1..].iter().product();
+        let row = rs[axis] * inner;
+        let mut off = 0u64;
+        for &v in vs {
+            let chunk = shape(self.f, v)[axis] * inner;
+            let (s, o) = self.cursors(v, r);
+            self.fb.add_to(o, (off * 4) as i32);
+            let c = self.fb.i32l();
+            self.count_loop(c, outer, 1, |em| {
+                em.fb
+                    .copy_lanes(o, s, chunk)
+                    .add_to(s, (chunk * 4) as i32)
+                    .add_to(o, (row * 4) as i32);
+            });
+            off += chunk;
+        }
         Ok(())
     }
 
