@@ -3,7 +3,7 @@
 
 mod cpu_support;
 
-use cpu_support::{build, threads};
+use cpu_support::{assert_close, build, threads};
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{DmaMode, HostArray, RunOptions};
 
@@ -636,4 +636,37 @@ fn concatenate_and_tile_join_values() {
             }
         }
     }
+}
+
+/// kernels/attention.pk (a tuple-carried online softmax in a nested
+/// helper) against softmax(q k^T / sqrt(D)) v computed directly in f64.
+/// The tolerance covers the MXU's bf16 passes on f32 inputs.
+#[test]
+fn flash_attention_with_a_tuple_carry_matches_direct_softmax() {
+    let (s, d) = (256usize, 128usize);
+    let (q, qa) = ints_f32(&[s, d], |i| (((i * 37) % 17) as f32 - 8.0) / 8.0);
+    let (k, ka) = ints_f32(&[s, d], |i| (((i * 53) % 13) as f32 - 6.0) / 6.0);
+    let (v, va) = ints_f32(&[s, d], |i| (((i * 29) % 11) as f32 - 5.0) / 5.0);
+    let kern = build("kernels/attention.pk", &[("S", "256")]);
+    let o = kern.run(vec![qa, ka, va], &threads(1)).expect("runs")[0].to_f32();
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut want = vec![0.0f64; s * d];
+    for r in 0..s {
+        let logits: Vec<f64> = (0..s)
+            .map(|c| {
+                (0..d)
+                    .map(|x| q[r * d + x] as f64 * k[c * d + x] as f64)
+                    .sum::<f64>()
+                    * scale
+            })
+            .collect();
+        let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let p: Vec<f64> = logits.iter().map(|l| (l - top).exp()).collect();
+        let total: f64 = p.iter().sum();
+        for x in 0..d {
+            want[r * d + x] = (0..s).map(|c| p[c] * v[c * d + x] as f64).sum::<f64>() / total;
+        }
+    }
+    let got: Vec<f64> = o.iter().map(|x| *x as f64).collect();
+    assert_close("attention", &got, &want, 2e-2, 2e-2);
 }

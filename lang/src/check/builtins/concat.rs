@@ -141,10 +141,10 @@ impl Builder<'_, '_> {
             );
         }
         for (axis, r) in reps.iter().enumerate() {
-            let n =
-                match r.known() {
-                    Some(n) if n >= 1 => n as usize,
-                    _ => return self.error(
+            let n = match r.known() {
+                Some(n) if n >= 1 => n as usize,
+                _ => {
+                    return self.error(
                         Diag::new(
                             &codes::CONST_EVAL,
                             format!(
@@ -153,8 +153,9 @@ impl Builder<'_, '_> {
                             a.pos[1].span,
                         )
                         .label("not positive"),
-                    ),
-                };
+                    )
+                }
+            };
             if n == 1 {
                 continue;
             }
