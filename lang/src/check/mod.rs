@@ -12,7 +12,9 @@ pub mod builder;
 mod builtins;
 mod header;
 pub mod rules;
+mod slice;
 mod stmt;
+mod tuple;
 mod unroll;
 pub mod value;
 

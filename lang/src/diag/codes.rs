@@ -229,6 +229,12 @@ codes! {
         example: "for c in 0..4096 unroll { ... }   // error\nfor c in 0..4096 { ... }",
     }
 
+    TUPLE_MISMATCH = "PK0240" "tuple-mismatch" {
+        what: "A tuple is used where one value is needed, or destructured into a different number of names than it has elements.",
+        why: "Tuples group several values (a helper's results, loop-carried state); they are taken apart with `let (a, b) = t;` or `(a, b) = t;`, one name per element, and are not values themselves.",
+        example: "let (m, l) = (x, y, z);   // error: 3 elements, 2 names\nlet (m, l, _) = (x, y, z);",
+    }
+
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
         why: "Mosaic moves blocks in (8, 128) tiles of 32-bit words; other shapes cannot be laid out in VMEM.",
