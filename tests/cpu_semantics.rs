@@ -520,3 +520,21 @@ fn passing_static_assertions_leave_the_kernel_unchanged() {
         assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
     }
 }
+
+/// A block larger than its array (opted in per axis with `cdiv`, as Pallas
+/// pads it): the array's elements arrive where they lie in the block, the
+/// padding rows read as NaN (so a sum over the block's rows is NaN), and
+/// writes to the padding are dropped rather than reaching past the array.
+#[test]
+fn block_larger_than_array_is_padded() {
+    let k = build("tests/cpu/padded_block.pk", &[]);
+    let (x, xa) = ints_f32(&[5, 100], |i| (i % 17) as f32 - 8.0);
+    let out = k.run(vec![xa], &threads(1)).expect("runs");
+    let (y, s) = (out[0].to_f32(), out[1].to_f32());
+    assert_eq!(y.len(), 5 * 100);
+    for (i, (&yv, &xv)) in y.iter().zip(&x).enumerate() {
+        assert_eq!(yv, xv * 2.0 + 1.0, "element {i}");
+    }
+    assert_eq!(s.len(), 8 * 100);
+    assert!(s.iter().all(|v| v.is_nan()), "padding rows are summed");
+}

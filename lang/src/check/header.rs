@@ -259,16 +259,19 @@ impl<'a> KernelCx<'a> {
         ok
     }
 
-    /// The grid axes, and whether the grid opts in to a ragged last block
-    /// (an extent written `cdiv(...)`).
-    pub fn grid(&mut self, ck: &mut Checker, dims: &[&ast::GridDim]) -> (Vec<ir::GridAxis>, bool) {
+    /// The grid axes, and the names of those that opt in to a ragged last
+    /// block (an extent written `cdiv(...)`, see [`super::ragged`]).
+    pub fn grid(
+        &mut self,
+        ck: &mut Checker,
+        dims: &[&ast::GridDim],
+    ) -> (Vec<ir::GridAxis>, Vec<String>) {
         let mut grid = Vec::new();
-        let mut ragged = false;
+        let mut ragged = Vec::new();
         for g in dims {
             self.declare(ck, &g.name);
-            if matches!(&g.extent.kind, ast::ExprKind::Call(p, _) if p.segments.len() == 1 && p.segments[0].name == "cdiv")
-            {
-                ragged = true;
+            if super::ragged::is_cdiv(&g.extent) {
+                ragged.push(g.name.name.clone());
             }
             let extent = self
                 .constant(ck)

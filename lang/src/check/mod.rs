@@ -10,6 +10,7 @@ mod assert;
 pub mod builder;
 mod builtins;
 mod header;
+mod ragged;
 pub mod rules;
 mod stmt;
 pub mod value;
@@ -152,7 +153,7 @@ pub fn check_kernel(
         span: decl.span,
     };
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
-        rules::check_header(ck, &kernel, decl, ragged);
+        rules::check_header(ck, &kernel, decl, &ragged);
     }
     kernel.body = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);

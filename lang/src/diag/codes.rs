@@ -269,9 +269,9 @@ codes! {
         example: "x: f32[M, N] block [bm, bn] at (i)   // error\nx: f32[M, N] block [bm, bn] at (i, 0)",
     }
     GRID_DIVISIBILITY = "PK0311" "grid-divisibility" {
-        what: "A block dimension does not divide its array dimension, and the grid does not opt in to a ragged last block.",
+        what: "A block dimension does not divide its array dimension, and the grid axis its index map reads does not opt in to a ragged last block.",
         why: "Without `cdiv(...)` in the grid, every block must lie fully inside the array.",
-        example: "grid (i in M / bm parallel) with M=1000, bm=128   // error\ngrid (i in cdiv(M, bm) parallel)",
+        example: "grid (i in M / bm parallel) with M=1000, bm=128   // error\ngrid (i in cdiv(M, bm) parallel)   // the blocks read by `i` may be partial",
     }
     DTYPE_TARGET = "PK0312" "dtype-target" {
         what: "A dtype is not supported on the selected TPU generation.",
@@ -279,9 +279,9 @@ codes! {
         example: "x: f8e4m3fn[M] with --target v4   // error",
     }
     BLOCK_TOO_LARGE = "PK0313" "block-larger-than-array" {
-        what: "A block dimension is larger than the array dimension.",
-        why: "A block is a window into the array.",
-        example: "x: f32[64, 128] block [128, 128] at (i, 0)   // error",
+        what: "A block dimension is larger than the array dimension, and the grid axis its index map reads does not opt in with `cdiv`.",
+        why: "A block is a window into the array. With a `cdiv` extent on its axis (as in Pallas) the block is padded: the padding is not array data, reads as NaN on the CPU reference and is not written back.",
+        example: "x: f32[64, 128] block [128, 128] at (i, 0), grid (i in 1 parallel)   // error\nx: f32[64, 128] block [128, 128] at (i, 0), grid (i in cdiv(64, 128) parallel)",
     }
     INDEX_MAP_TYPE = "PK0316" "index-map-type" {
         what: "An index-map entry is not a scalar integer computed from grid indices, constants and scalar-prefetch values.",
