@@ -538,3 +538,41 @@ fn block_larger_than_array_is_padded() {
     assert_eq!(s.len(), 8 * 100);
     assert!(s.iter().all(|v| v.is_nan()), "padding rows are summed");
 }
+
+/// Declarations written `if COND` exist only where the bool parameter holds:
+/// the absent scale is not an input, the absent sum is not an output, and
+/// the kernel computes what each of its four specialisations says.
+#[test]
+fn conditional_operands_and_scratch_follow_their_parameters() {
+    let (x, xa) = ints_f32(&[16, 128], |i| (i % 13) as f32 - 6.0);
+    let (sc, sca) = ints_f32(&[16, 128], |i| ((i * 3) % 5) as f32 - 2.0);
+    for quant in [false, true] {
+        for with_sum in [false, true] {
+            let params = [
+                ("QUANT", if quant { "true" } else { "false" }),
+                ("SUM", if with_sum { "true" } else { "false" }),
+            ];
+            let k = build("tests/cpu/conditional_operands.pk", &params);
+            let inputs = if quant {
+                vec![xa.clone(), sca.clone()]
+            } else {
+                vec![xa.clone()]
+            };
+            let out = k.run(inputs, &threads(1)).expect("runs");
+            assert_eq!(out.len(), if with_sum { 2 } else { 1 }, "{params:?}");
+            let v: Vec<f32> = (0..16 * 128)
+                .map(|e| if quant { x[e] * sc[e] } else { x[e] })
+                .collect();
+            assert_eq!(out[0].to_f32(), v, "{params:?}");
+            if with_sum {
+                let s = out[1].to_f32();
+                for c in 0..128 {
+                    let want: f32 = (0..16).map(|r| v[r * 128 + c]).sum();
+                    for r in 0..8 {
+                        assert_eq!(s[r * 128 + c], want, "{params:?} column {c}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -141,8 +141,9 @@ impl ParamKind {
     }
 }
 
-/// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`.
-#[derive(Debug, Clone, PartialEq)]
+/// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`,
+/// optionally `... if COND`: present only when a compile-time condition holds.
+#[derive(Clone, PartialEq)]
 pub struct OperandDecl {
     pub docs: Vec<String>,
     pub name: Ident,
@@ -150,8 +151,41 @@ pub struct OperandDecl {
     pub dims: Vec<Expr>,
     pub placement: Placement,
     pub aliases: Option<Ident>,
+    pub when: Option<Expr>,
     pub span: Span,
 }
+
+/// Declarations print their condition only when they have one, so that the
+/// AST of a kernel without conditions reads as it always has.
+macro_rules! debug_with_when {
+    ($t:ident { $($f:ident),* }) => {
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut d = f.debug_struct(stringify!($t));
+                $(d.field(stringify!($f), &self.$f);)*
+                if let Some(w) = &self.when {
+                    d.field("when", w);
+                }
+                d.field("span", &self.span).finish()
+            }
+        }
+    };
+}
+debug_with_when!(OperandDecl {
+    docs,
+    name,
+    dtype,
+    dims,
+    placement,
+    aliases
+});
+debug_with_when!(PrefetchDecl {
+    docs,
+    name,
+    dtype,
+    dims
+});
+debug_with_when!(ScratchDecl { docs, name, kind });
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Placement {
@@ -226,21 +260,23 @@ pub enum Semantics {
 }
 
 /// `ids: i32[G]`: a scalar-prefetch operand, copied to SMEM before the grid runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct PrefetchDecl {
     pub docs: Vec<String>,
     pub name: Ident,
     pub dtype: Ident,
     pub dims: Vec<Expr>,
+    pub when: Option<Expr>,
     pub span: Span,
 }
 
-/// `acc: vmem f32[bm, bn]`, `sem: dma_sem[2]`
-#[derive(Debug, Clone, PartialEq)]
+/// `acc: vmem f32[bm, bn]`, `sem: dma_sem[2]`, optionally `... if COND`.
+#[derive(Clone, PartialEq)]
 pub struct ScratchDecl {
     pub docs: Vec<String>,
     pub name: Ident,
     pub kind: ScratchKind,
+    pub when: Option<Expr>,
     pub span: Span,
 }
 

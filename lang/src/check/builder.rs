@@ -21,6 +21,9 @@ pub enum Binding {
     Val(Val),
     /// A `let mut` variable: its current value is `Builder::slots[i]`.
     Mut(usize),
+    /// An operand or scratch buffer whose `if` condition (at this span) is
+    /// false: the name is known, but using it is PK0230.
+    Absent(Span),
 }
 
 /// What kind of function is being built.
@@ -307,6 +310,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 return match b {
                     Binding::Val(v) => v,
                     Binding::Mut(i) => Val::V(self.slots[i].0),
+                    Binding::Absent(cond) => self.error(super::when::absent(n, span, cond)),
                 };
             }
         }

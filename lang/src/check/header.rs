@@ -52,7 +52,7 @@ impl<'a> KernelCx<'a> {
     }
 
     /// A builder for compile-time expressions over the names bound so far.
-    fn constant<'c, 'p>(&'c self, ck: &'c mut Checker<'p>) -> Builder<'c, 'p> {
+    pub(super) fn constant<'c, 'p>(&'c self, ck: &'c mut Checker<'p>) -> Builder<'c, 'p> {
         Builder::constant(ck, self.m, &self.refs, &self.bindings)
     }
 
@@ -299,6 +299,11 @@ impl<'a> KernelCx<'a> {
     ) -> Vec<ir::Operand> {
         let mut operands: Vec<ir::Operand> = Vec::new();
         for src in operand_sources(self.decl, prefetch) {
+            let (name, when) = src.name_when();
+            if !self.present(ck, name, when) {
+                self.declare(ck, name);
+                continue;
+            }
             let op = self.operand(ck, &src, operands.len(), grid_names);
             operands.push(op);
         }
@@ -443,20 +448,31 @@ impl<'a> KernelCx<'a> {
 
     /// Aliases: an output reusing an input's buffer.
     pub fn aliases(&self, ck: &mut Checker, operands: &mut [ir::Operand]) {
-        // `operand_sources` lists the operands in the order `operands` holds
-        // them, so an index into one is an index into the other.
-        let no_prefetch = operands.iter().filter(|o| o.role == Role::Prefetch).count();
+        // Absent operands are not in `operands`: find each by name.
         let sources = self
             .decl
             .inputs
             .iter()
             .map(|o| (o, Role::Input))
             .chain(self.decl.outputs.iter().map(|o| (o, Role::Output)));
-        for (k, (o, role)) in sources.enumerate() {
-            let i = no_prefetch + k;
+        for (o, role) in sources {
+            let Some(i) = operands
+                .iter()
+                .position(|x| x.name == o.name.name && x.role == role)
+            else {
+                continue;
+            };
             let Some(a) = &o.aliases else {
                 continue;
             };
+            // An output aliasing an absent input is a buffer of its own.
+            if self
+                .bindings
+                .iter()
+                .any(|(n, b)| *n == a.name && matches!(b, Binding::Absent(_)))
+            {
+                continue;
+            }
             let target = operands
                 .iter()
                 .position(|x| x.name == a.name && x.role != Role::Output);
@@ -493,6 +509,9 @@ impl<'a> KernelCx<'a> {
         let mut scratch = Vec::new();
         for s in decls {
             self.declare(ck, &s.name);
+            if !self.present(ck, &s.name, s.when.as_ref()) {
+                continue;
+            }
             let (space, dtype, dims) = match &s.kind {
                 ast::ScratchKind::Buffer { space, dtype, dims } => {
                     let d = self.constant(ck).dtype_name(dtype);
@@ -586,6 +605,13 @@ fn operand_sources<'a>(
 }
 
 impl<'a> OperandSrc<'a> {
+    fn name_when(&self) -> (&'a ast::Ident, Option<&'a ast::Expr>) {
+        match self {
+            OperandSrc::Prefetch(p) => (&p.name, p.when.as_ref()),
+            OperandSrc::Operand(o, _) => (&o.name, o.when.as_ref()),
+        }
+    }
+
     fn parts(
         &self,
     ) -> (

@@ -14,6 +14,7 @@ mod ragged;
 pub mod rules;
 mod stmt;
 pub mod value;
+mod when;
 
 /// Whether `name` is a builtin function.
 pub fn is_builtin(name: &str) -> bool {

@@ -226,7 +226,8 @@ impl Builder<'_, '_> {
                             .help(format!("declare it with `let mut {name} = ...`")),
                         );
                     }
-                    None => {
+                    // Reading the name reports it (PK0230 for an absent one).
+                    Some(Binding::Absent(_)) | None => {
                         self.expr(target);
                     }
                 }

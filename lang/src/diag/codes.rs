@@ -217,6 +217,11 @@ codes! {
         why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
         example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
     }
+    ABSENT = "PK0230" "absent-operand" {
+        what: "An operand or scratch buffer declared with `if COND` is used where its condition is false.",
+        why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",
+        example: "k_scale: f32[H] in smem if QUANT\nk[..] * k_scale[h]   // error with -p QUANT=false\nif QUANT { k[..] * k_scale[h] } else { k[..] }",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
