@@ -576,3 +576,27 @@ fn conditional_operands_and_scratch_follow_their_parameters() {
         }
     }
 }
+
+/// An optional parameter: `none` (the default) keeps every score; a window
+/// set with `-p` masks the keys more than `window` positions behind each
+/// query, decided at compile time by `is not none`.
+#[test]
+fn optional_parameter_selects_its_code_at_compile_time() {
+    let (s, sa) = ints_f32(&[256, 256], |i| (i % 19) as f32);
+    let k = build("tests/cpu/optional_params.pk", &[]);
+    let y = k.run(vec![sa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    assert_eq!(y, s);
+    let k = build("tests/cpu/optional_params.pk", &[("window", "3")]);
+    let y = k.run(vec![sa], &threads(2)).expect("runs")[0].to_f32();
+    for q in 0..256 {
+        for key in 0..256 {
+            let e = q * 256 + key;
+            let want = if q as i64 - key as i64 > 3 {
+                f32::NEG_INFINITY
+            } else {
+                s[e]
+            };
+            assert_eq!(y[e], want, "query {q} key {key}");
+        }
+    }
+}

@@ -110,13 +110,32 @@ pub struct KernelDecl {
     pub span: Span,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct KernelParam {
     pub docs: Vec<String>,
     pub name: Ident,
     pub kind: ParamKind,
+    /// `window: int? = none`: the parameter may be `none`.
+    pub optional: bool,
     pub default: Option<Expr>,
     pub span: Span,
+}
+
+/// Prints `optional` only when it is set, so that the AST of a kernel
+/// without optional parameters reads as it always has.
+impl std::fmt::Debug for KernelParam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("KernelParam");
+        d.field("docs", &self.docs)
+            .field("name", &self.name)
+            .field("kind", &self.kind);
+        if self.optional {
+            d.field("optional", &true);
+        }
+        d.field("default", &self.default)
+            .field("span", &self.span)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -78,6 +78,7 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
             &[("QUANT", "false"), ("SUM", "false")],
         ],
         "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
+        "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
         _ => Vec::new(),
     }
 }

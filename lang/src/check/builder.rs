@@ -346,6 +346,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 "inf" => return Val::Float(f64::INFINITY),
                 "nan" => return Val::Float(f64::NAN),
                 "pi" => return Val::Float(std::f64::consts::PI),
+                "none" => return Val::None,
                 _ => {}
             }
             if let Some(d) = DType::from_name(n) {
@@ -810,6 +811,9 @@ impl<'c, 'p> Builder<'c, 'p> {
     pub fn binary(&mut self, op: AstBin, a: Val, sa: Span, b: Val, sb: Span, span: Span) -> Val {
         if matches!(a, Val::Err) || matches!(b, Val::Err) {
             return Val::Err;
+        }
+        if matches!(a, Val::None) || matches!(b, Val::None) {
+            return self.none_operand(op, &a, sa, &b, sb);
         }
         if let Some(v) = self.fold(op, &a, &b, span) {
             return v;

@@ -85,7 +85,10 @@ impl<'a> KernelCx<'a> {
                 .find(|(n, _)| *n == p.name.name)
                 .map(|(_, e)| e);
             let val = self.param_value(ck, p, given);
-            let (bound, value) = self.param_binding(ck, spec, p, given, val);
+            let (bound, value) = match val {
+                Val::None => self.none_param(ck, p, given),
+                val => self.param_binding(ck, spec, p, given, val),
+            };
             self.bindings
                 .push((p.name.name.clone(), Binding::Val(bound)));
             params.push(ir::Param {

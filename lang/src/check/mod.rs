@@ -10,6 +10,7 @@ mod assert;
 pub mod builder;
 mod builtins;
 mod header;
+mod optional;
 mod ragged;
 pub mod rules;
 mod stmt;
@@ -244,8 +245,9 @@ pub(super) fn unknown_name<'a>(
     match &e.kind {
         ExprKind::Name(p) if p.segments.len() == 1 => {
             let id = &p.segments[0];
-            let known =
-                DType::from_name(&id.name).is_some() || bindings.iter().any(|(n, _)| *n == id.name);
+            let known = DType::from_name(&id.name).is_some()
+                || id.name == "none"
+                || bindings.iter().any(|(n, _)| *n == id.name);
             (!known).then_some(id)
         }
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => unknown_name(a, bindings),

@@ -19,6 +19,8 @@ pub enum Val {
     Bool(bool),
     Dtype(DType),
     Ref(RefId),
+    /// `none`: an optional parameter without a value (`window: int? = none`).
+    None,
     /// `[a, b, ...]`: shapes, permutations.
     List(Vec<(Val, Span)>),
     /// Statements and `if` without `else` produce no value.
@@ -42,6 +44,7 @@ impl Val {
             Val::Dtype(d) => format!("the dtype `{d}`"),
             Val::Ref(_) => "a ref".to_string(),
             Val::List(_) => "a list".to_string(),
+            Val::None => "`none`".to_string(),
             Val::Unit => "no value".to_string(),
             Val::Err => "an invalid value".to_string(),
         }

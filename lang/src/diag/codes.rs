@@ -217,6 +217,11 @@ codes! {
         why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
         example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
     }
+    NONE_VALUE = "PK0231" "none-value" {
+        what: "`none` (an optional parameter without a value) is used in a computation, or given to a parameter that is not optional.",
+        why: "`none` has no number to compute with. Test the parameter with `is none` / `is not none` and use it only where it has a value; only parameters declared with `?` (`window: int? = none`) take `none`.",
+        example: "if q - k < window { ... }   // error with window = none\nif window is not none { if q - k < window { ... } }",
+    }
     ABSENT = "PK0230" "absent-operand" {
         what: "An operand or scratch buffer declared with `if COND` is used where its condition is false.",
         why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",

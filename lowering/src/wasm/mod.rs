@@ -360,6 +360,7 @@ fn manifest(
                     ParamValue::Dtype(d) => d.name().to_string(),
                     ParamValue::Float(x) => format!("{x:?}"),
                     ParamValue::Bool(b) => b.to_string(),
+                    ParamValue::None => "none".into(),
                     ParamValue::Unbound => "?".into(),
                 };
                 (p.name.clone(), v)

@@ -52,8 +52,9 @@ pub struct Manifest {
     pub toolchain: Toolchain,
 }
 
-/// A parameter value: an integer, a float, a bool or a dtype name. (Untagged:
-/// JSON `3` reads as an integer before it could read as a float.)
+/// A parameter value: an integer, a float, a bool, a dtype name or `null`
+/// for an optional parameter that is `none`. (Untagged: JSON `3` reads as an
+/// integer before it could read as a float.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValueEntry {
@@ -61,6 +62,7 @@ pub enum ParamValueEntry {
     Float(f64),
     Bool(bool),
     Dtype(String),
+    None,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +209,7 @@ impl Manifest {
                         ParamValue::Dtype(d) => ParamValueEntry::Dtype(d.name().to_string()),
                         ParamValue::Float(x) => ParamValueEntry::Float(*x),
                         ParamValue::Bool(b) => ParamValueEntry::Bool(*b),
+                        ParamValue::None => ParamValueEntry::None,
                         // A built kernel is specialised; this keeps the
                         // description total rather than panicking.
                         ParamValue::Unbound => ParamValueEntry::Dtype("unbound".to_string()),

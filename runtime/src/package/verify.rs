@@ -104,6 +104,7 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
                 ParamValueEntry::Float(x) => format!("{x:?}"),
                 ParamValueEntry::Bool(b) => b.to_string(),
                 ParamValueEntry::Dtype(d) => d.clone(),
+                ParamValueEntry::None => "none".to_string(),
             };
             (p.name.clone(), value)
         })
