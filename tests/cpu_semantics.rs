@@ -600,3 +600,22 @@ fn optional_parameter_selects_its_code_at_compile_time() {
         }
     }
 }
+
+/// Shapes computed from parameters, `if` included: with `-p WIDE=true
+/// -p S=300` the input rows are padded up to 384 lanes and `w` is 256 wide,
+/// and each output row adds the sum of the matching row of `w`.
+#[test]
+fn shapes_follow_the_parameters_they_are_computed_from() {
+    let k = build(
+        "tests/in/computed_shapes.pk",
+        &[("WIDE", "true"), ("S", "300")],
+    );
+    let (x, xa) = ints_f32(&[4, 8, 384], |i| (i % 11) as f32);
+    let (w, wa) = ints_f32(&[8, 256], |i| ((i * 3) % 7) as f32 - 3.0);
+    let y = k.run(vec![xa, wa], &threads(1)).expect("runs")[0].to_f32();
+    for e in 0..4 * 8 * 384 {
+        let row = (e / 384) % 8;
+        let rowsum: f32 = w[row * 256..(row + 1) * 256].iter().sum();
+        assert_eq!(y[e], x[e] + rowsum, "element {e}");
+    }
+}

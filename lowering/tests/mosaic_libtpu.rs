@@ -79,6 +79,7 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         ],
         "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
         "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
+        "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
         _ => Vec::new(),
     }
 }
