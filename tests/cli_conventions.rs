@@ -3,22 +3,13 @@
 //! exit codes, and usage errors with codes.
 
 mod common;
+mod cpu_support;
 
 use common::{code, pkc, root, stderr, stdout};
 use serde_json::Value;
 use std::process::Command;
 
-const ADD: [&str; 9] = [
-    "kernels/add.pk",
-    "-p",
-    "M=16",
-    "-p",
-    "N=256",
-    "-p",
-    "bm=8",
-    "-p",
-    "bn=128",
-];
+use cpu_support::ADD;
 
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()

@@ -5,6 +5,7 @@
 //! errors.
 
 mod common;
+mod cpu_support;
 
 use common::{code, pkc, root, stderr};
 use pk_lang::ir::DType;
@@ -22,24 +23,10 @@ const Z: &str = "tests/data/add_16x256/z_expected.npy";
 /// `pkc run` of the add fixture with extra arguments.
 fn run_add(extra: &[&str]) -> std::process::Output {
     let mut args = vec!["run"];
-    args.extend(common_add());
+    args.extend(cpu_support::ADD);
     args.extend(["--in", X, "--in", Y]);
     args.extend(extra);
     pkc(&args)
-}
-
-fn common_add() -> [&'static str; 9] {
-    [
-        "kernels/add.pk",
-        "-p",
-        "M=16",
-        "-p",
-        "N=256",
-        "-p",
-        "bm=8",
-        "-p",
-        "bn=128",
-    ]
 }
 
 /// The numpy-computed sum, as the values of a `.npy` image.
@@ -117,7 +104,7 @@ fn new_files_get_0666_less_the_umask() {
     let d = tempfile::tempdir().expect("temp dir");
     let z = d.path().join("z.npy");
     let mut args: Vec<String> = vec!["run".into()];
-    args.extend(common_add().iter().map(|s| s.to_string()));
+    args.extend(cpu_support::ADD.iter().map(|s| s.to_string()));
     args.extend(["--in", X, "--in", Y, "--out"].map(String::from));
     args.push(out_arg("z", &z));
     let script = format!(
@@ -215,7 +202,7 @@ fn outputs_are_committed_together_or_not_at_all() {
 
 fn test_add(extra: &[&str]) -> std::process::Output {
     let mut args = vec!["test"];
-    args.extend(common_add());
+    args.extend(cpu_support::ADD);
     args.extend(["--in", X, "--in", Y]);
     args.extend(extra);
     pkc(&args)
@@ -255,7 +242,7 @@ fn a_match_shows_no_worst_element_and_a_mismatch_exits_3() {
     assert!(out.contains("z: ok") && !out.contains("worst at"), "{out}");
     // x + x is not x + y.
     let mut args = vec!["test"];
-    args.extend(common_add());
+    args.extend(cpu_support::ADD);
     args.extend(["--in", X, "--in", "y=tests/data/add_16x256/x.npy"]);
     args.extend(["--expect", &z]);
     let o = pkc(&args);
@@ -304,7 +291,7 @@ fn source_flags_do_not_apply_to_a_package() {
     let d = tempfile::tempdir().expect("temp dir");
     let out = d.path().to_str().expect("utf-8");
     let mut args = vec!["build"];
-    args.extend(common_add());
+    args.extend(cpu_support::ADD);
     args.extend(["-o", out]);
     let o = pkc(&args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -352,3 +352,30 @@ fn bench_checks_its_input_files() {
     assert_eq!(code(&o), 1, "{}", text(&o));
     assert!(text(&o).contains("PK1004"), "{}", text(&o));
 }
+
+/// An operand declared `if QUANT` is not an input where `QUANT` is false:
+/// `pkc run` takes the kernel without it, and refuses a file given for it
+/// with the list of the inputs that exist.
+#[test]
+fn run_takes_only_the_operands_present() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    let xs: Vec<f32> = (0..16 * 128).map(|i| (i % 7) as f32).collect();
+    npy::write(&x, &HostArray::from_f32(&[16, 128], &xs)).expect("write x");
+    let y = dir.path().join("y.npy");
+    let (xin, yout) = (format!("x={}", x.display()), format!("y={}", y.display()));
+    let kernel = "tests/cpu/conditional_operands.pk";
+    let off = ["-p", "QUANT=false", "-p", "SUM=false"];
+    let mut args = vec!["run", kernel];
+    args.extend(off);
+    args.extend(["--in", &xin, "--out", &yout]);
+    let o = pkc(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let got = npy::values(&npy::read(&y).expect("y"), DType::F32);
+    assert_eq!(got, xs.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+    let scale = format!("x_scale={}", x.display());
+    args.extend(["--in", &scale]);
+    let o = pkc(&args);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(flat(&o).contains("PK1006") && flat(&o).contains("has no input `x_scale`"));
+}

@@ -671,6 +671,105 @@ fn flash_attention_with_a_tuple_carry_matches_direct_softmax() {
     assert_close("attention", &got, &want, 2e-2, 2e-2);
 }
 
+/// A block larger than its array (opted in per axis with `cdiv`, as Pallas
+/// pads it): the array's elements arrive where they lie in the block, the
+/// padding rows read as NaN (so a sum over the block's rows is NaN), and
+/// writes to the padding are dropped rather than reaching past the array.
+#[test]
+fn block_larger_than_array_is_padded() {
+    let k = build("tests/cpu/padded_block.pk", &[]);
+    let (x, xa) = ints_f32(&[5, 100], |i| (i % 17) as f32 - 8.0);
+    let out = k.run(vec![xa], &threads(1)).expect("runs");
+    let (y, s) = (out[0].to_f32(), out[1].to_f32());
+    assert_eq!(y.len(), 5 * 100);
+    for (i, (&yv, &xv)) in y.iter().zip(&x).enumerate() {
+        assert_eq!(yv, xv * 2.0 + 1.0, "element {i}");
+    }
+    assert_eq!(s.len(), 8 * 100);
+    assert!(s.iter().all(|v| v.is_nan()), "padding rows are summed");
+}
+
+/// Declarations written `if COND` exist only where the bool parameter holds:
+/// the absent scale is not an input, the absent sum is not an output, and
+/// the kernel computes what each of its four specialisations says.
+#[test]
+fn conditional_operands_and_scratch_follow_their_parameters() {
+    let (x, xa) = ints_f32(&[16, 128], |i| (i % 13) as f32 - 6.0);
+    let (sc, sca) = ints_f32(&[16, 128], |i| ((i * 3) % 5) as f32 - 2.0);
+    for quant in [false, true] {
+        for with_sum in [false, true] {
+            let params = [
+                ("QUANT", if quant { "true" } else { "false" }),
+                ("SUM", if with_sum { "true" } else { "false" }),
+            ];
+            let k = build("tests/cpu/conditional_operands.pk", &params);
+            let inputs = if quant {
+                vec![xa.clone(), sca.clone()]
+            } else {
+                vec![xa.clone()]
+            };
+            let out = k.run(inputs, &threads(1)).expect("runs");
+            assert_eq!(out.len(), if with_sum { 2 } else { 1 }, "{params:?}");
+            let v: Vec<f32> = (0..16 * 128)
+                .map(|e| if quant { x[e] * sc[e] } else { x[e] })
+                .collect();
+            assert_eq!(out[0].to_f32(), v, "{params:?}");
+            if with_sum {
+                let s = out[1].to_f32();
+                for c in 0..128 {
+                    let want: f32 = (0..16).map(|r| v[r * 128 + c]).sum();
+                    for r in 0..8 {
+                        assert_eq!(s[r * 128 + c], want, "{params:?} column {c}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An optional parameter: `none` (the default) keeps every score; a window
+/// set with `-p` masks the keys more than `window` positions behind each
+/// query, decided at compile time by `is not none`.
+#[test]
+fn optional_parameter_selects_its_code_at_compile_time() {
+    let (s, sa) = ints_f32(&[256, 256], |i| (i % 19) as f32);
+    let k = build("tests/cpu/optional_params.pk", &[]);
+    let y = k.run(vec![sa.clone()], &threads(1)).expect("runs")[0].to_f32();
+    assert_eq!(y, s);
+    let k = build("tests/cpu/optional_params.pk", &[("window", "3")]);
+    let y = k.run(vec![sa], &threads(2)).expect("runs")[0].to_f32();
+    for q in 0..256 {
+        for key in 0..256 {
+            let e = q * 256 + key;
+            let want = if q as i64 - key as i64 > 3 {
+                f32::NEG_INFINITY
+            } else {
+                s[e]
+            };
+            assert_eq!(y[e], want, "query {q} key {key}");
+        }
+    }
+}
+
+/// Shapes computed from parameters, `if` included: with `-p WIDE=true
+/// -p S=300` the input rows are padded up to 384 lanes and `w` is 256 wide,
+/// and each output row adds the sum of the matching row of `w`.
+#[test]
+fn shapes_follow_the_parameters_they_are_computed_from() {
+    let k = build(
+        "tests/in/computed_shapes.pk",
+        &[("WIDE", "true"), ("S", "300")],
+    );
+    let (x, xa) = ints_f32(&[4, 8, 384], |i| (i % 11) as f32);
+    let (w, wa) = ints_f32(&[8, 256], |i| ((i * 3) % 7) as f32 - 3.0);
+    let y = k.run(vec![xa, wa], &threads(1)).expect("runs")[0].to_f32();
+    for e in 0..4 * 8 * 384 {
+        let row = (e / 384) % 8;
+        let rowsum: f32 = w[row * 256..(row + 1) * 256].iter().sum();
+        assert_eq!(y[e], x[e] + rowsum, "element {e}");
+    }
+}
+
 /// `multiple_of` returns its operand unchanged when the promise holds: the
 /// windows start at the rows read from SMEM.
 #[test]

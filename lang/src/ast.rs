@@ -131,13 +131,32 @@ pub struct KernelDecl {
     pub span: Span,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct KernelParam {
     pub docs: Vec<String>,
     pub name: Ident,
     pub kind: ParamKind,
+    /// `window: int? = none`: the parameter may be `none`.
+    pub optional: bool,
     pub default: Option<Expr>,
     pub span: Span,
+}
+
+/// Prints `optional` only when it is set, so that the AST of a kernel
+/// without optional parameters reads as it always has.
+impl std::fmt::Debug for KernelParam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("KernelParam");
+        d.field("docs", &self.docs)
+            .field("name", &self.name)
+            .field("kind", &self.kind);
+        if self.optional {
+            d.field("optional", &true);
+        }
+        d.field("default", &self.default)
+            .field("span", &self.span)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,8 +181,9 @@ impl ParamKind {
     }
 }
 
-/// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`.
-#[derive(Debug, Clone, PartialEq)]
+/// `x: f32[M, N] block [bm, bn] at (i, j)` or `x: f32[M, N] in any`,
+/// optionally `... if COND`: present only when a compile-time condition holds.
+#[derive(Clone, PartialEq)]
 pub struct OperandDecl {
     pub docs: Vec<String>,
     pub name: Ident,
@@ -171,8 +191,41 @@ pub struct OperandDecl {
     pub dims: Vec<Expr>,
     pub placement: Placement,
     pub aliases: Option<Ident>,
+    pub when: Option<Expr>,
     pub span: Span,
 }
+
+/// Declarations print their condition only when they have one, so that the
+/// AST of a kernel without conditions reads as it always has.
+macro_rules! debug_with_when {
+    ($t:ident { $($f:ident),* }) => {
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut d = f.debug_struct(stringify!($t));
+                $(d.field(stringify!($f), &self.$f);)*
+                if let Some(w) = &self.when {
+                    d.field("when", w);
+                }
+                d.field("span", &self.span).finish()
+            }
+        }
+    };
+}
+debug_with_when!(OperandDecl {
+    docs,
+    name,
+    dtype,
+    dims,
+    placement,
+    aliases
+});
+debug_with_when!(PrefetchDecl {
+    docs,
+    name,
+    dtype,
+    dims
+});
+debug_with_when!(ScratchDecl { docs, name, kind });
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Placement {
@@ -247,21 +300,23 @@ pub enum Semantics {
 }
 
 /// `ids: i32[G]`: a scalar-prefetch operand, copied to SMEM before the grid runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct PrefetchDecl {
     pub docs: Vec<String>,
     pub name: Ident,
     pub dtype: Ident,
     pub dims: Vec<Expr>,
+    pub when: Option<Expr>,
     pub span: Span,
 }
 
-/// `acc: vmem f32[bm, bn]`, `sem: dma_sem[2]`
-#[derive(Debug, Clone, PartialEq)]
+/// `acc: vmem f32[bm, bn]`, `sem: dma_sem[2]`, optionally `... if COND`.
+#[derive(Clone, PartialEq)]
 pub struct ScratchDecl {
     pub docs: Vec<String>,
     pub name: Ident,
     pub kind: ScratchKind,
+    pub when: Option<Expr>,
     pub span: Span,
 }
 

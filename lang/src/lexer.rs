@@ -175,6 +175,12 @@ pub enum Tok {
     False,
     #[token("as")]
     As,
+    #[token("none")]
+    None,
+    #[token("is")]
+    Is,
+    #[token("not")]
+    Not,
 
     // Punctuation.
     #[token("(")]
@@ -227,6 +233,8 @@ pub enum Tok {
     Percent,
     #[token("!")]
     Bang,
+    #[token("?")]
+    Question,
     #[token("&&")]
     AndAnd,
     #[token("||")]
@@ -302,6 +310,10 @@ impl Tok {
             Tok::True => "true",
             Tok::False => "false",
             Tok::As => "as",
+            Tok::None => "none",
+            Tok::Is => "is",
+            Tok::Not => "not",
+            Tok::Question => "?",
             Tok::LParen => "(",
             Tok::RParen => ")",
             Tok::LBracket => "[",

@@ -72,6 +72,14 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "dtype_queries" => vec![&[("T", "f32")], &[("T", "i8")], &[("T", "i16")]],
         "static_assert" => vec![&[("M", "512"), ("bm", "64"), ("T", "bf16")]],
         "params_float_bool" => vec![&[("scale", "-1.5"), ("causal", "false")]],
+        "conditional_operands" => vec![
+            &[("QUANT", "false")],
+            &[("SUM", "false")],
+            &[("QUANT", "false"), ("SUM", "false")],
+        ],
+        "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
+        "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
+        "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
         _ => Vec::new(),
     }
 }

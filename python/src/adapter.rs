@@ -233,15 +233,7 @@ pub fn open_package(dir: &Path) -> Result<Built, Rendered> {
     let params = m
         .params
         .iter()
-        .map(|p| {
-            let v = match &p.value {
-                pk_runtime::package::ParamValueEntry::Int(i) => i.to_string(),
-                pk_runtime::package::ParamValueEntry::Float(x) => format!("{x:?}"),
-                pk_runtime::package::ParamValueEntry::Bool(b) => b.to_string(),
-                pk_runtime::package::ParamValueEntry::Dtype(d) => d.clone(),
-            };
-            (p.name.clone(), v)
-        })
+        .map(|p| (p.name.clone(), p.value.to_string()))
         .collect();
     Ok(Built {
         name: m.kernel.clone(),

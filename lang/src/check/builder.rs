@@ -23,6 +23,9 @@ pub enum Binding {
     Mut(usize),
     /// A function declared in a body, with the names it captured.
     Fn(std::rc::Rc<super::tuple::LocalFn>),
+    /// An operand or scratch buffer whose `if` condition (at this span) is
+    /// false: the name is known, but using it is PK0230.
+    Absent(Span),
 }
 
 /// What kind of function is being built.
@@ -315,6 +318,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                             .with(f.decl.name.span, "declared here")
                             .help("call it: `name(args)`"),
                     ),
+                    Binding::Absent(cond) => self.error(super::when::absent(n, span, cond)),
                 };
             }
         }
@@ -350,6 +354,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 "inf" => return Val::Float(f64::INFINITY),
                 "nan" => return Val::Float(f64::NAN),
                 "pi" => return Val::Float(std::f64::consts::PI),
+                "none" => return Val::None,
                 _ => {}
             }
             if let Some(d) = DType::from_name(n) {
@@ -827,6 +832,9 @@ impl<'c, 'p> Builder<'c, 'p> {
     pub fn binary(&mut self, op: AstBin, a: Val, sa: Span, b: Val, sb: Span, span: Span) -> Val {
         if matches!(a, Val::Err) || matches!(b, Val::Err) {
             return Val::Err;
+        }
+        if matches!(a, Val::None) || matches!(b, Val::None) {
+            return self.none_operand(op, &a, sa, &b, sb);
         }
         if let Some(v) = self.fold(op, &a, &b, span) {
             return v;

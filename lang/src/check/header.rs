@@ -52,7 +52,7 @@ impl<'a> KernelCx<'a> {
     }
 
     /// A builder for compile-time expressions over the names bound so far.
-    fn constant<'c, 'p>(&'c self, ck: &'c mut Checker<'p>) -> Builder<'c, 'p> {
+    pub(super) fn constant<'c, 'p>(&'c self, ck: &'c mut Checker<'p>) -> Builder<'c, 'p> {
         Builder::constant(ck, self.m, &self.refs, &self.bindings)
     }
 
@@ -85,7 +85,10 @@ impl<'a> KernelCx<'a> {
                 .find(|(n, _)| *n == p.name.name)
                 .map(|(_, e)| e);
             let val = self.param_value(ck, p, given);
-            let (bound, value) = self.param_binding(ck, spec, p, given, val);
+            let (bound, value) = match val {
+                Val::None => self.none_param(ck, p, given),
+                val => self.param_binding(ck, spec, p, given, val),
+            };
             self.bindings
                 .push((p.name.name.clone(), Binding::Val(bound)));
             params.push(ir::Param {
@@ -259,16 +262,19 @@ impl<'a> KernelCx<'a> {
         ok
     }
 
-    /// The grid axes, and whether the grid opts in to a ragged last block
-    /// (an extent written `cdiv(...)`).
-    pub fn grid(&mut self, ck: &mut Checker, dims: &[&ast::GridDim]) -> (Vec<ir::GridAxis>, bool) {
+    /// The grid axes, and the names of those that opt in to a ragged last
+    /// block (an extent written `cdiv(...)`, see [`super::ragged`]).
+    pub fn grid(
+        &mut self,
+        ck: &mut Checker,
+        dims: &[&ast::GridDim],
+    ) -> (Vec<ir::GridAxis>, Vec<String>) {
         let mut grid = Vec::new();
-        let mut ragged = false;
+        let mut ragged = Vec::new();
         for g in dims {
             self.declare(ck, &g.name);
-            if matches!(&g.extent.kind, ast::ExprKind::Call(p, _) if p.segments.len() == 1 && p.segments[0].name == "cdiv")
-            {
-                ragged = true;
+            if super::ragged::is_cdiv(&g.extent) {
+                ragged.push(g.name.name.clone());
             }
             let extent = self
                 .constant(ck)
@@ -296,6 +302,11 @@ impl<'a> KernelCx<'a> {
     ) -> Vec<ir::Operand> {
         let mut operands: Vec<ir::Operand> = Vec::new();
         for src in operand_sources(self.decl, prefetch) {
+            let (name, when) = src.name_when();
+            if !self.present(ck, name, when) {
+                self.declare(ck, name);
+                continue;
+            }
             let op = self.operand(ck, &src, operands.len(), grid_names);
             operands.push(op);
         }
@@ -440,20 +451,31 @@ impl<'a> KernelCx<'a> {
 
     /// Aliases: an output reusing an input's buffer.
     pub fn aliases(&self, ck: &mut Checker, operands: &mut [ir::Operand]) {
-        // `operand_sources` lists the operands in the order `operands` holds
-        // them, so an index into one is an index into the other.
-        let no_prefetch = operands.iter().filter(|o| o.role == Role::Prefetch).count();
+        // Absent operands are not in `operands`: find each by name.
         let sources = self
             .decl
             .inputs
             .iter()
             .map(|o| (o, Role::Input))
             .chain(self.decl.outputs.iter().map(|o| (o, Role::Output)));
-        for (k, (o, role)) in sources.enumerate() {
-            let i = no_prefetch + k;
+        for (o, role) in sources {
+            let Some(i) = operands
+                .iter()
+                .position(|x| x.name == o.name.name && x.role == role)
+            else {
+                continue;
+            };
             let Some(a) = &o.aliases else {
                 continue;
             };
+            // An output aliasing an absent input is a buffer of its own.
+            if self
+                .bindings
+                .iter()
+                .any(|(n, b)| *n == a.name && matches!(b, Binding::Absent(_)))
+            {
+                continue;
+            }
             let target = operands
                 .iter()
                 .position(|x| x.name == a.name && x.role != Role::Output);
@@ -490,6 +512,9 @@ impl<'a> KernelCx<'a> {
         let mut scratch = Vec::new();
         for s in decls {
             self.declare(ck, &s.name);
+            if !self.present(ck, &s.name, s.when.as_ref()) {
+                continue;
+            }
             let (space, dtype, dims) = match &s.kind {
                 ast::ScratchKind::Buffer { space, dtype, dims } => {
                     let d = self.constant(ck).dtype_name(dtype);
@@ -583,6 +608,13 @@ fn operand_sources<'a>(
 }
 
 impl<'a> OperandSrc<'a> {
+    fn name_when(&self) -> (&'a ast::Ident, Option<&'a ast::Expr>) {
+        match self {
+            OperandSrc::Prefetch(p) => (&p.name, p.when.as_ref()),
+            OperandSrc::Operand(o, _) => (&o.name, o.when.as_ref()),
+        }
+    }
+
     fn parts(
         &self,
     ) -> (

@@ -11,12 +11,15 @@ mod assert;
 pub mod builder;
 mod builtins;
 mod header;
+mod optional;
+mod ragged;
 pub mod rules;
 mod slice;
 mod stmt;
 mod tuple;
 mod unroll;
 pub mod value;
+mod when;
 
 /// Whether `name` is a builtin function.
 pub fn is_builtin(name: &str) -> bool {
@@ -156,7 +159,7 @@ pub fn check_kernel(
         span: decl.span,
     };
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
-        rules::check_header(ck, &kernel, decl, ragged);
+        rules::check_header(ck, &kernel, decl, &ragged);
     }
     kernel.body = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
@@ -249,8 +252,9 @@ pub(super) fn unknown_name<'a>(
     match &e.kind {
         ExprKind::Name(p) if p.segments.len() == 1 => {
             let id = &p.segments[0];
-            let known =
-                DType::from_name(&id.name).is_some() || bindings.iter().any(|(n, _)| *n == id.name);
+            let known = DType::from_name(&id.name).is_some()
+                || id.name == "none"
+                || bindings.iter().any(|(n, _)| *n == id.name);
             (!known).then_some(id)
         }
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => unknown_name(a, bindings),

@@ -12,7 +12,8 @@ use std::collections::HashSet;
 
 const LANES: i64 = 128;
 
-pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged: bool) {
+pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged: &[String]) {
+    let grid: Vec<String> = k.grid.iter().map(|a| a.name.clone()).collect();
     for o in &k.operands {
         let Some(b) = &o.block else {
             continue;
@@ -31,7 +32,8 @@ pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged
         }
         let dim_spans = block_dim_spans(decl, &o.name, b.dims.len())
             .unwrap_or_else(|| vec![span; b.dims.len()]);
-        block_fits(ck, o, &b.dims, &dim_spans, ragged);
+        let axes = dim_axes(decl, &o.name, b.dims.len(), &grid);
+        block_fits(ck, o, &b.dims, &dim_spans, &axes, ragged);
         // libtpu lays out SMEM blocks with the same tiles (measured:
         // E2002 "misaligned block and tiling" for an i32 [8, 50] or [8]
         // block in SMEM).
@@ -74,14 +76,59 @@ fn block_span(decl: &ast::KernelDecl, name: &str) -> Option<Span> {
         })
 }
 
-/// Each block dimension must lie inside its array dimension and divide it
-/// unless the grid opted into a ragged last block with `cdiv`.
-fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Span], ragged: bool) {
+/// The grid axes each block dimension's index-map entry of operand `name`
+/// reads (empty lists when the map cannot be found).
+fn dim_axes<'g>(
+    decl: &ast::KernelDecl,
+    name: &str,
+    n: usize,
+    grid: &'g [String],
+) -> Vec<Vec<&'g str>> {
+    let entries = decl
+        .inputs
+        .iter()
+        .chain(&decl.outputs)
+        .find(|o| o.name.name == name)
+        .and_then(|o| match &o.placement {
+            ast::Placement::Block { index_map, .. } => Some(index_map),
+            _ => None,
+        });
+    match entries {
+        Some(e) if e.len() == n => e
+            .iter()
+            .map(|e| super::ragged::axes_read(e, grid))
+            .collect(),
+        _ => vec![Vec::new(); n],
+    }
+}
+
+/// Each block dimension must divide its array dimension (so lie inside it),
+/// unless the grid axis its index map reads opted in to a ragged last block
+/// with `cdiv`: then, as in Pallas, the last block may be partial or even
+/// larger than the array, and its padding is not array data.
+fn block_fits(
+    ck: &mut Checker,
+    o: &ir::Operand,
+    dims: &[BlockDim],
+    spans: &[Span],
+    axes: &[Vec<&str>],
+    ragged: &[String],
+) {
     for (i, (bd, ad)) in dims.iter().zip(&o.shape).enumerate() {
         let (Some(b), Some(a)) = (bd.extent().known(), ad.known()) else {
             continue;
         };
+        if a.checked_rem(b) == Some(0) || axes[i].iter().any(|x| ragged.iter().any(|r| r == x)) {
+            continue;
+        }
         let span = spans[i];
+        // How to opt in: name the axis that walks this dimension, or say
+        // that none does (a constant index can never be partial).
+        let opt_in = |what: &str| match axes[i].first() {
+            Some(x) => format!(", or write the extent of grid axis `{x}` as `cdiv(...)` to {what}"),
+            None => " (its index map reads no grid axis, so no `cdiv` extent can make it partial)"
+                .to_string(),
+        };
         if b > a {
             ck.error(
                 Diag::new(
@@ -94,14 +141,25 @@ fn block_fits(ck: &mut Checker, o: &ir::Operand, dims: &[BlockDim], spans: &[Spa
                 )
                 .label("block larger than array")
                 .help(format!(
-                    "use a block of at most {a} (or exactly {a} to take the whole dimension)"
+                    "use a block of at most {a} (or exactly {a} to take the whole dimension){}",
+                    opt_in("let Pallas pad the block")
                 )),
             );
-        } else if a % b != 0 && !ragged {
+        } else {
             ck.error(
-                Diag::new(&codes::GRID_DIVISIBILITY, format!("block dimension {i} of `{}` ({b}) does not divide the array's {a}", o.name), span)
-                    .label("partial last block")
-                    .help("choose a block size that divides the array, or write the grid extent as `cdiv(N, b)` to allow a ragged last block"),
+                Diag::new(
+                    &codes::GRID_DIVISIBILITY,
+                    format!(
+                        "block dimension {i} of `{}` ({b}) does not divide the array's {a}",
+                        o.name
+                    ),
+                    span,
+                )
+                .label("partial last block")
+                .help(format!(
+                    "choose a block size that divides the array{}",
+                    opt_in("allow a ragged last block")
+                )),
             );
         }
     }

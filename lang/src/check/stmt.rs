@@ -333,7 +333,8 @@ impl Builder<'_, '_> {
                         .help(format!("declare it with `let mut {name} = ...`")),
                 );
             }
-            None => {
+            // Reading the name reports it (PK0230 for an absent one).
+            Some(Binding::Absent(_)) | None => {
                 let path = ast::Path {
                     segments: vec![ast::Ident {
                         name: name.to_string(),

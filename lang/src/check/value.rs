@@ -19,6 +19,8 @@ pub enum Val {
     Bool(bool),
     Dtype(DType),
     Ref(RefId),
+    /// `none`: an optional parameter without a value (`window: int? = none`).
+    None,
     /// `[a, b, ...]`: shapes, permutations.
     List(Vec<(Val, Span)>),
     /// `(a, b)`: several values, flattened into their elements wherever
@@ -46,6 +48,7 @@ impl Val {
             Val::Ref(_) => "a ref".to_string(),
             Val::List(_) => "a list".to_string(),
             Val::Tuple(items) => format!("a tuple of {} values", items.len()),
+            Val::None => "`none`".to_string(),
             Val::Unit => "no value".to_string(),
             Val::Err => "an invalid value".to_string(),
         }

@@ -234,6 +234,16 @@ codes! {
         why: "Tuples group several values (a helper's results, loop-carried state); they are taken apart with `let (a, b) = t;` or `(a, b) = t;`, one name per element, and are not values themselves.",
         example: "let (m, l) = (x, y, z);   // error: 3 elements, 2 names\nlet (m, l, _) = (x, y, z);",
     }
+    NONE_VALUE = "PK0231" "none-value" {
+        what: "`none` (an optional parameter without a value) is used in a computation, or given to a parameter that is not optional.",
+        why: "`none` has no number to compute with. Test the parameter with `is none` / `is not none` and use it only where it has a value; only parameters declared with `?` (`window: int? = none`) take `none`.",
+        example: "if q - k < window { ... }   // error with window = none\nif window is not none { if q - k < window { ... } }",
+    }
+    ABSENT = "PK0230" "absent-operand" {
+        what: "An operand or scratch buffer declared with `if COND` is used where its condition is false.",
+        why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",
+        example: "k_scale: f32[H] in smem if QUANT\nk[..] * k_scale[h]   // error with -p QUANT=false\nif QUANT { k[..] * k_scale[h] } else { k[..] }",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
@@ -286,9 +296,9 @@ codes! {
         example: "x: f32[M, N] block [bm, bn] at (i)   // error\nx: f32[M, N] block [bm, bn] at (i, 0)",
     }
     GRID_DIVISIBILITY = "PK0311" "grid-divisibility" {
-        what: "A block dimension does not divide its array dimension, and the grid does not opt in to a ragged last block.",
+        what: "A block dimension does not divide its array dimension, and the grid axis its index map reads does not opt in to a ragged last block.",
         why: "Without `cdiv(...)` in the grid, every block must lie fully inside the array.",
-        example: "grid (i in M / bm parallel) with M=1000, bm=128   // error\ngrid (i in cdiv(M, bm) parallel)",
+        example: "grid (i in M / bm parallel) with M=1000, bm=128   // error\ngrid (i in cdiv(M, bm) parallel)   // the blocks read by `i` may be partial",
     }
     DTYPE_TARGET = "PK0312" "dtype-target" {
         what: "A dtype is not supported on the selected TPU generation.",
@@ -296,9 +306,9 @@ codes! {
         example: "x: f8e4m3fn[M] with --target v4   // error",
     }
     BLOCK_TOO_LARGE = "PK0313" "block-larger-than-array" {
-        what: "A block dimension is larger than the array dimension.",
-        why: "A block is a window into the array.",
-        example: "x: f32[64, 128] block [128, 128] at (i, 0)   // error",
+        what: "A block dimension is larger than the array dimension, and the grid axis its index map reads does not opt in with `cdiv`.",
+        why: "A block is a window into the array. With a `cdiv` extent on its axis (as in Pallas) the block is padded: the padding is not array data, reads as NaN on the CPU reference and is not written back.",
+        example: "x: f32[64, 128] block [128, 128] at (i, 0), grid (i in 1 parallel)   // error\nx: f32[64, 128] block [128, 128] at (i, 0), grid (i in cdiv(64, 128) parallel)",
     }
     INDEX_MAP_TYPE = "PK0316" "index-map-type" {
         what: "An index-map entry is not a scalar integer computed from grid indices, constants and scalar-prefetch values.",

@@ -523,6 +523,8 @@ pub enum ParamValue {
     Dtype(DType),
     Float(f64),
     Bool(bool),
+    /// An optional parameter that is `none` (`window: int? = none`).
+    None,
     /// No value in this specialisation (`pkc check` only).
     Unbound,
 }
@@ -535,6 +537,7 @@ impl std::fmt::Display for ParamValue {
             ParamValue::Dtype(d) => write!(f, "{d}"),
             ParamValue::Float(x) => write!(f, "{x:?}"),
             ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::None => f.write_str("none"),
             ParamValue::Unbound => f.write_str("?"),
         }
     }

@@ -20,6 +20,7 @@ pub fn kernel(k: &Kernel) -> String {
             ParamValue::Dtype(d) => format!("{} = {d}", p.name),
             ParamValue::Float(x) => format!("{} = {x:?}", p.name),
             ParamValue::Bool(b) => format!("{} = {b}", p.name),
+            ParamValue::None => format!("{} = none", p.name),
             ParamValue::Unbound => p.name.clone(),
         })
         .collect::<Vec<_>>()

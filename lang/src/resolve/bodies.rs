@@ -254,7 +254,10 @@ impl Walker<'_> {
     fn name(&mut self, p: &ast::Path) {
         if p.segments.len() == 1 {
             let n = p.segments[0].name.as_str();
-            if self.local(n) || DType::from_name(n).is_some() || matches!(n, "inf" | "nan" | "pi") {
+            if self.local(n)
+                || DType::from_name(n).is_some()
+                || matches!(n, "inf" | "nan" | "pi" | "none")
+            {
                 return;
             }
         }

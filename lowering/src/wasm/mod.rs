@@ -29,7 +29,7 @@ pub use abi::CpuManifest;
 use abi::{GridAxis, OperandInfo, Role, Semantics, SourceText};
 use emit::{Em, Imports, Sites};
 use math::Helpers;
-use pk_lang::ir::{self, Kernel, OpKind, ParamValue, Slice, Start};
+use pk_lang::ir::{self, Kernel, OpKind, Slice, Start};
 use pk_lang::span::{SourceMap, Span};
 use pk_lang::Target;
 use std::collections::HashMap;
@@ -354,16 +354,7 @@ fn manifest(
         params: k
             .params
             .iter()
-            .map(|p| {
-                let v = match &p.value {
-                    ParamValue::Int(v) => v.to_string(),
-                    ParamValue::Dtype(d) => d.name().to_string(),
-                    ParamValue::Float(x) => format!("{x:?}"),
-                    ParamValue::Bool(b) => b.to_string(),
-                    ParamValue::Unbound => "?".into(),
-                };
-                (p.name.clone(), v)
-            })
+            .map(|p| (p.name.clone(), p.value.to_string()))
             .collect(),
         grid: k
             .grid

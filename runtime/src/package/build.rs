@@ -283,6 +283,7 @@ fn dir_name(k: &ir::Kernel, given: &[(String, String)]) -> String {
             ir::ParamValue::Dtype(d) => format!("_{}", d.name()),
             ir::ParamValue::Float(x) => format!("{x:?}"),
             ir::ParamValue::Bool(b) => format!("_{b}"),
+            ir::ParamValue::None => "_none".to_string(),
             ir::ParamValue::Unbound => continue,
         };
         name.push('-');

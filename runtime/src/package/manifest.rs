@@ -52,8 +52,9 @@ pub struct Manifest {
     pub toolchain: Toolchain,
 }
 
-/// A parameter value: an integer, a float, a bool or a dtype name. (Untagged:
-/// JSON `3` reads as an integer before it could read as a float.)
+/// A parameter value: an integer, a float, a bool, a dtype name or `null`
+/// for an optional parameter that is `none`. (Untagged: JSON `3` reads as an
+/// integer before it could read as a float.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValueEntry {
@@ -61,6 +62,21 @@ pub enum ParamValueEntry {
     Float(f64),
     Bool(bool),
     Dtype(String),
+    None,
+}
+
+impl std::fmt::Display for ParamValueEntry {
+    /// A value as `-p` takes it and the CPU reference's side table spells
+    /// it (`1024`, `bf16`, `0.5`, `true`, `none`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValueEntry::Int(v) => write!(f, "{v}"),
+            ParamValueEntry::Float(x) => write!(f, "{x:?}"),
+            ParamValueEntry::Bool(b) => write!(f, "{b}"),
+            ParamValueEntry::Dtype(d) => f.write_str(d),
+            ParamValueEntry::None => f.write_str("none"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +223,7 @@ impl Manifest {
                         ParamValue::Dtype(d) => ParamValueEntry::Dtype(d.name().to_string()),
                         ParamValue::Float(x) => ParamValueEntry::Float(*x),
                         ParamValue::Bool(b) => ParamValueEntry::Bool(*b),
+                        ParamValue::None => ParamValueEntry::None,
                         // A built kernel is specialised; this keeps the
                         // description total rather than panicking.
                         ParamValue::Unbound => ParamValueEntry::Dtype("unbound".to_string()),

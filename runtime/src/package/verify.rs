@@ -14,7 +14,7 @@
 
 use pk_lowering::wasm::abi::{self, CpuManifest};
 
-use super::{AotReport, Manifest, OperandRole, Package, PackageError, ParamValueEntry};
+use super::{AotReport, Manifest, OperandRole, Package, PackageError};
 use crate::cpu::CpuKernel;
 use crate::pjrt::TpuTarget;
 
@@ -96,17 +96,7 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
     let params: Vec<(String, String)> = m
         .params
         .iter()
-        .map(|p| {
-            let value = match &p.value {
-                ParamValueEntry::Int(v) => v.to_string(),
-                // As the CPU reference's side table spells them (Rust's
-                // shortest round-trip form, `0.125`, `2.0`).
-                ParamValueEntry::Float(x) => format!("{x:?}"),
-                ParamValueEntry::Bool(b) => b.to_string(),
-                ParamValueEntry::Dtype(d) => d.clone(),
-            };
-            (p.name.clone(), value)
-        })
+        .map(|p| (p.name.clone(), p.value.to_string()))
         .collect();
     if params != cpu.params {
         let show = |v: &[(String, String)]| {
