@@ -38,14 +38,15 @@ def f64(x):
 def case(name, kernel, entry, params, inputs, expected, tol):
     """One record of cases.json. `entry` names the kernel inside a file that
     defines several; inputs and expected outputs are arrays, saved here
-    (expected outputs as float32)."""
+    (expected outputs as float32, or as bf16 when given as bf16: `pkc test`
+    wants an expected file in its output's dtype)."""
     record = {"name": name, "kernel": kernel}
     if entry is not None:
         record["entry"] = entry
     record["params"] = params
     record["inputs"] = {k: save(name, k, v) for k, v in inputs.items()}
     record["expected"] = {
-        k: save(name, k + "_expected", np.asarray(v, dtype=np.float64).astype(np.float32))
+        k: save(name, k + "_expected", v if v.dtype == BF16 else f64(v).astype(np.float32))
         for k, v in expected.items()
     }
     record.update(tol)

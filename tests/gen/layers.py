@@ -14,7 +14,8 @@ from .common import as_dtype, case, f64, rng
 # once to 8 significant bits: half an ulp is 2^-9 relative, and an f32
 # result that lies within f32 error of a rounding boundary may round the
 # other way, so up to one ulp, 2^-8 = 3.9e-3; rtol 8e-3 allows both with a
-# factor of two. Its atol covers values near zero whose bf16 ulp is tiny
+# factor of two. The expected bf16 outputs are the float64 reference rounded
+# to bf16 the same way, which keeps the difference within that one ulp. Its atol covers values near zero whose bf16 ulp is tiny
 # next to the f32 error of their inputs' sums.
 F32 = {"rtol": 1e-5, "atol": 1e-5}
 BF16_OUT = {"rtol": 8e-3, "atol": 2e-3}
@@ -68,13 +69,14 @@ def norm_case(name, kind, dtype, r, c, br, residual=False, offset=0.0):
         inputs["r"] = rr
         # The kernel rounds the sum to the storage dtype before normalising.
         h = f64(as_dtype(f64(x) + f64(rr), dtype))
-        expected["h"] = h
+        expected["h"] = as_dtype(h, dtype)
     inputs["w"] = w
     if kind == "rms":
         expected["y"] = rms_ref(h, f64(w), eps)
     else:
         inputs["b"] = b
         expected["y"] = ln_ref(h, f64(w), f64(b), eps)
+    expected["y"] = as_dtype(expected["y"], dtype)
     entry = ("rms_norm" if kind == "rms" else "layer_norm") + ("_residual" if residual else "")
     params = {"R": r, "C": c, "br": br, "T": dtype}
     return case(name, "kernels/norms.pk", entry, params, inputs, expected, tol(dtype))
@@ -100,6 +102,7 @@ def norm_bwd_case(name, kind, dtype, r, c, br, residual=False):
     else:
         # A one-block placeholder: the kernel never reads it.
         inputs["dh"] = as_dtype(np.zeros((br, c)), dtype)
+    expected["dx"] = as_dtype(expected["dx"], dtype)
     entry = "rms_norm_bwd" if kind == "rms" else "layer_norm_bwd"
     params = {"R": r, "C": c, "br": br, "T": dtype, "residual": "true" if residual else "false"}
     # The weight gradients sum r rows: their error grows with the row count,
@@ -144,7 +147,7 @@ def rope_case(name, dtype, b, h, s, d, bs):
     y = xf * f64(cos) + rot * f64(sin)
     params = {"B": b, "H": h, "S": s, "D": d, "bs": bs, "T": dtype}
     inputs = {"x": x, "cos": cos, "sin": sin}
-    return case(name, "kernels/rope.pk", None, params, inputs, {"y": y}, tol(dtype))
+    return case(name, "kernels/rope.pk", None, params, inputs, {"y": as_dtype(y, dtype)}, tol(dtype))
 
 
 def gelu_tanh(x):
@@ -171,7 +174,8 @@ def glu_case(name, entry, dtype, m, n, bm, bn, approximate=True):
     else:
         params["approximate"] = "true" if approximate else "false"
         y = (gelu_tanh if approximate else gelu_erf)(f64(a)) * f64(b)
-    return case(name, "kernels/glu.pk", entry, params, {"a": a, "b": b}, {"y": y}, tol(dtype))
+    expected = {"y": as_dtype(y, dtype)}
+    return case(name, "kernels/glu.pk", entry, params, {"a": a, "b": b}, expected, tol(dtype))
 
 
 def gated_mlp_case(name, dtype, m, n, k, bm, bn, bk, use_gelu=False):
@@ -186,7 +190,8 @@ def gated_mlp_case(name, dtype, m, n, k, bm, bn, bk, use_gelu=False):
     inputs = {"x": x, "wg": wg, "wu": wu}
     # The two projections are f32 matmuls over K terms (the matmul cases'
     # 1e-5 relative); the epilogue adds the f32 error of exp/tanh.
-    return case(name, "kernels/glu.pk", "gated_mlp", params, inputs, {"y": y}, tol(dtype))
+    expected = {"y": as_dtype(y, dtype)}
+    return case(name, "kernels/glu.pk", "gated_mlp", params, inputs, expected, tol(dtype))
 
 
 def xent_ref(logits, labels, soft_cap):
@@ -238,7 +243,8 @@ def xent_bwd_case(name, dtype, n, v, bn, bv, soft_cap=0.0, scale=3.0):
     # Probabilities are at most 1: the f32 error of exp(z - lse) is a few
     # ulps of 1 (plus lse's own f32 rounding, 2^-24 * |lse|): atol 1e-6.
     t = {"rtol": 1e-5, "atol": 1e-6} if dtype == "f32" else BF16_OUT
-    return case(name, "kernels/xent.pk", "xent_bwd", params, inputs, {"dlogits": dz}, t)
+    expected = {"dlogits": as_dtype(dz, dtype)}
+    return case(name, "kernels/xent.pk", "xent_bwd", params, inputs, expected, t)
 
 
 def more_cases():
