@@ -1,6 +1,7 @@
-"""Fixtures of kernels/flash_attention.pk against a float64 numpy
-reference: the full score matrix, masked with -inf, softmaxed and
-multiplied by v, from q, k and v exactly as the kernel reads them."""
+"""Fixtures of kernels/flash.pk (flash attention forward and backward)
+against a float64 numpy reference: the full score matrix, masked with
+-inf, softmaxed and multiplied by v, and its gradients by the chain rule,
+from the inputs exactly as the kernels read them."""
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def flash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, causal=True, soft_cap=0.
         # bounds easily.
         t = {"rtol": 8e-3, "atol": 8e-3}
     expected = {"o": as_dtype(o, dtype), "lse": lse}
-    return case(name, "kernels/flash_attention.pk", None, params, inputs, expected, t)
+    return case(name, "kernels/flash.pk", "flash_attention", params, inputs, expected, t)
 
 
 def cases():
@@ -154,7 +155,7 @@ def flash_bwd_cases(name, dtype, b, h, kh, s, sk, d, bq, bk, causal=True, soft_c
         # p and ds are rounded to bf16 for the matmuls (2^-9 relative per
         # term) and the stored o and the outputs are bf16: a few bf16 ulps.
         t = {"rtol": 2e-2, "atol": 2e-2}
-    kernel = "kernels/flash_attention_bwd.pk"
+    kernel = "kernels/flash.pk"
     return [
         case(name + "_dq", kernel, "flash_attention_bwd_dq", params, inputs,
              {"dq": as_dtype(dq, dtype)}, t),
