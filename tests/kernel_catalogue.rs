@@ -39,9 +39,8 @@ fn every_kernel_is_catalogued_with_its_parameters_and_a_usage_line() {
             specialise: true,
             ..Default::default()
         };
-        let m = compile_file(file, &opts).unwrap_or_else(|f| {
-            panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain))
-        });
+        let m = compile_file(file, &opts)
+            .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
         for k in &m.kernels {
             let Some((_, body)) = sections
                 .iter()
@@ -52,10 +51,17 @@ fn every_kernel_is_catalogued_with_its_parameters_and_a_usage_line() {
             };
             for p in &k.params {
                 if !body.contains(&format!("`{}`", p.name)) {
-                    missing.push(format!("{rel}: `{}` does not name parameter `{}`", k.name, p.name));
+                    missing.push(format!(
+                        "{rel}: `{}` does not name parameter `{}`",
+                        k.name, p.name
+                    ));
                 }
             }
         }
     }
-    assert!(missing.is_empty(), "docs/kernels.md is incomplete:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "docs/kernels.md is incomplete:\n{}",
+        missing.join("\n")
+    );
 }
