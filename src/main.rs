@@ -52,6 +52,9 @@ enum Command {
     /// Check packages against their manifests: every file's sha256, the CPU
     /// reference and the AOT executables.
     Verify(cmd::verify::Args),
+    /// Compile any StableHLO module (e.g. a JAX model exported for TPU)
+    /// ahead of time with libtpu and report code size and memory per target.
+    Aot(cmd::aot::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Aot(a) => cmd::aot::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),
     };

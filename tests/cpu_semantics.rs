@@ -3,7 +3,7 @@
 
 mod cpu_support;
 
-use cpu_support::{build, threads};
+use cpu_support::{assert_close, build, threads};
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{DmaMode, HostArray, RunOptions};
 
@@ -519,4 +519,154 @@ fn passing_static_assertions_leave_the_kernel_unchanged() {
     for (i, &got) in y.iter().enumerate() {
         assert_eq!(got, x[i] + 1.0, "bf16: element {i}");
     }
+}
+
+/// Tuples, a nested helper with keyword arguments and defaults: per row,
+/// chunk `c` of the row is `x * scale + (c > 0 ? 1 : 0)`; the loop carries
+/// (sum, max) over the chunks; even row blocks store (sum, max), odd ones
+/// (max, sum). Small integers and halves keep every sum exact.
+#[test]
+fn tuples_and_nested_helpers_carry_and_yield_pairs() {
+    let (m, n, bm) = (32usize, 512usize, 8usize);
+    let (x, xa) = ints_f32(&[m, n], |i| ((i * 7) % 11) as f32 - 5.0);
+    for (scale, params) in [(0.5f32, vec![]), (-2.0, vec![("scale", "-2.0")])] {
+        let k = build("tests/in/tuples_helpers.pk", &params);
+        let out = k.run(vec![xa.clone()], &threads(1)).expect("runs");
+        let (s, mx) = (out[0].to_f32(), out[1].to_f32());
+        for r in 0..m {
+            let mut total = 0.0f32;
+            let mut top = f32::NEG_INFINITY;
+            for c in 0..n / 128 {
+                let extra = if c == 0 { 0.0 } else { 1.0 };
+                for col in 0..128 {
+                    let v = x[r * n + c * 128 + col] * scale + extra;
+                    total += v;
+                    top = top.max(v);
+                }
+            }
+            let (a, b) = if (r / bm) % 2 == 0 {
+                (total, top)
+            } else {
+                (top, total)
+            };
+            for col in 0..128 {
+                assert_eq!(s[r * 128 + col], a, "scale={scale}: s[{r}, {col}]");
+                assert_eq!(mx[r * 128 + col], b, "scale={scale}: m[{r}, {col}]");
+            }
+        }
+    }
+}
+
+/// `dot(f32, bf16)` computes in f32 like `jnp.dot`: integer inputs whose
+/// products and sums are exact give the exact matrix product.
+#[test]
+fn dot_of_f32_and_bf16_promotes_to_f32() {
+    let (m, kk, n) = (128usize, 256usize, 128usize);
+    let (a, aa) = ints_f32(&[m, kk], |i| ((i * 3) % 7) as f32 - 3.0);
+    let b: Vec<f32> = (0..kk * n).map(|i| ((i * 5) % 9) as f32 - 4.0).collect();
+    let ba = HostArray::bf16_from_f32(&[kk, n], &b);
+    let k = build("tests/in/mixed_dot.pk", &[]);
+    let c = k.run(vec![aa, ba], &threads(1)).expect("runs")[0].to_f32();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
+            assert_eq!(c[i * n + j], want, "c[{i}, {j}]");
+        }
+    }
+}
+
+/// Static slices of values, per block of 16 rows: `y = 2x[:, 128..256] +
+/// h[:, 0..128] + h[:, 128..256] + 2x[:, 64..192]` and `z = 2x[0..8] +
+/// 2x[8..16] + 2x[5..13] + h[3..11]`.
+#[test]
+fn value_slices_take_static_windows() {
+    let (m, bm) = (64usize, 16usize);
+    let (x, xa) = ints_f32(&[m, 256], |i| ((i * 5) % 13) as f32 - 6.0);
+    let h: Vec<f32> = (0..m * 256).map(|i| ((i * 3) % 10) as f32 - 5.0).collect();
+    let ha = HostArray::bf16_from_f32(&[m, 256], &h);
+    let k = build("tests/in/value_slices.pk", &[]);
+    let out = k.run(vec![xa, ha], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for r in 0..m {
+        for c in 0..128 {
+            let want = 2.0 * x[r * 256 + 128 + c]
+                + h[r * 256 + c]
+                + h[r * 256 + 128 + c]
+                + 2.0 * x[r * 256 + 64 + c];
+            assert_eq!(y[r * 128 + c], want, "y[{r}, {c}]");
+        }
+    }
+    for b in 0..m / bm {
+        for r in 0..8 {
+            for c in 0..256 {
+                let (top, low, mid, hr) =
+                    (b * bm + r, b * bm + 8 + r, b * bm + 5 + r, b * bm + 3 + r);
+                let want = 2.0 * x[top * 256 + c]
+                    + 2.0 * x[low * 256 + c]
+                    + 2.0 * x[mid * 256 + c]
+                    + h[hr * 256 + c];
+                assert_eq!(z[(b * 8 + r) * 256 + c], want, "z[{}, {c}]", b * 8 + r);
+            }
+        }
+    }
+}
+
+/// `concatenate` and `tile`, per block of 8 rows `v`: `y` is `v` with its
+/// lane halves swapped; `z` (16 rows) is `v[:, 0..128]` tiled 2 x 2 plus
+/// `v` stacked on `2v`.
+#[test]
+fn concatenate_and_tile_join_values() {
+    let m = 32usize;
+    let (x, xa) = ints_f32(&[m, 256], |i| ((i * 7) % 19) as f32 - 9.0);
+    let k = build("tests/in/concat_tile.pk", &[]);
+    let out = k.run(vec![xa], &threads(1)).expect("runs");
+    let (y, z) = (out[0].to_f32(), out[1].to_f32());
+    for r in 0..m {
+        for c in 0..256 {
+            assert_eq!(y[r * 256 + c], x[r * 256 + (c + 128) % 256], "y[{r}, {c}]");
+        }
+    }
+    for b in 0..m / 8 {
+        for r in 0..16 {
+            let src = b * 8 + r % 8;
+            let scale = if r < 8 { 1.0 } else { 2.0 };
+            for c in 0..256 {
+                let want = x[src * 256 + c % 128] + scale * x[src * 256 + c];
+                assert_eq!(z[(b * 16 + r) * 256 + c], want, "z[{}, {c}]", b * 16 + r);
+            }
+        }
+    }
+}
+
+/// kernels/attention.pk (a tuple-carried online softmax in a nested
+/// helper) against softmax(q k^T / sqrt(D)) v computed directly in f64.
+/// The tolerance covers the MXU's bf16 passes on f32 inputs.
+#[test]
+fn flash_attention_with_a_tuple_carry_matches_direct_softmax() {
+    let (s, d) = (256usize, 128usize);
+    let (q, qa) = ints_f32(&[s, d], |i| (((i * 37) % 17) as f32 - 8.0) / 8.0);
+    let (k, ka) = ints_f32(&[s, d], |i| (((i * 53) % 13) as f32 - 6.0) / 6.0);
+    let (v, va) = ints_f32(&[s, d], |i| (((i * 29) % 11) as f32 - 5.0) / 5.0);
+    let kern = build("kernels/attention.pk", &[("S", "256")]);
+    let o = kern.run(vec![qa, ka, va], &threads(1)).expect("runs")[0].to_f32();
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut want = vec![0.0f64; s * d];
+    for r in 0..s {
+        let logits: Vec<f64> = (0..s)
+            .map(|c| {
+                (0..d)
+                    .map(|x| q[r * d + x] as f64 * k[c * d + x] as f64)
+                    .sum::<f64>()
+                    * scale
+            })
+            .collect();
+        let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let p: Vec<f64> = logits.iter().map(|l| (l - top).exp()).collect();
+        let total: f64 = p.iter().sum();
+        for x in 0..d {
+            want[r * d + x] = (0..s).map(|c| p[c] * v[c * d + x] as f64).sum::<f64>() / total;
+        }
+    }
+    let got: Vec<f64> = o.iter().map(|x| *x as f64).collect();
+    assert_close("attention", &got, &want, 2e-2, 2e-2);
 }

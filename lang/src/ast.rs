@@ -69,7 +69,7 @@ pub struct FnDecl {
     pub name: Ident,
     pub generics: Vec<Ident>,
     pub params: Vec<FnParam>,
-    pub ret: Option<TypeExpr>,
+    pub ret: Option<RetType>,
     pub body: Block,
     pub span: Span,
 }
@@ -79,7 +79,28 @@ pub struct FnParam {
     pub docs: Vec<String>,
     pub name: Ident,
     pub ty: Option<TypeExpr>,
+    /// `scale = 0.5`: the value when a call does not pass this parameter
+    /// (trailing parameters only), evaluated in the function's scope.
+    pub default: Option<Expr>,
     pub span: Span,
+}
+
+/// A function's declared result: one value type, or a tuple of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetType {
+    One(TypeExpr),
+    /// `-> (f32[8, 128], i32)`
+    Tuple(Vec<TypeExpr>, Span),
+}
+
+impl RetType {
+    /// The value types it names, in order.
+    pub fn types(&self) -> &[TypeExpr] {
+        match self {
+            RetType::One(t) => std::slice::from_ref(t),
+            RetType::Tuple(ts, _) => ts,
+        }
+    }
 }
 
 /// A value type written in source: `f32`, `T`, `bf16[8, 128]`, `T[R, ..]`.
@@ -293,6 +314,16 @@ pub enum Stmt {
         span: Span,
     },
     Assert(StaticAssert),
+    /// `let (a, mut b, _) = f(x);`: binds the elements of a tuple; `_`
+    /// ignores one. Each name is an ordinary (or `let mut`) binding.
+    LetTuple {
+        names: Vec<(Ident, bool)>,
+        value: Expr,
+        span: Span,
+    },
+    /// A function declared inside a kernel (or function) body: it sees the
+    /// names in scope where it is declared.
+    Fn(Box<FnDecl>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,6 +353,8 @@ pub enum ExprKind {
     Call(Path, Vec<Arg>),
     Index(Box<Expr>, Vec<Index>),
     List(Vec<Expr>),
+    /// `(a, b, c)`: a tuple of values (at least two elements).
+    Tuple(Vec<Expr>),
     If(Box<Expr>, Block, Option<Box<Expr>>),
     Block(Block),
     /// A syntax error the parser recovered from; checking skips it.
@@ -438,7 +471,7 @@ impl Drop for Expr {
                         }
                     }
                 }
-                ExprKind::List(items) => items.iter_mut().for_each(take),
+                ExprKind::List(items) | ExprKind::Tuple(items) => items.iter_mut().for_each(take),
                 ExprKind::If(c, then, els) => {
                     take(c);
                     take(&mut block_expr(then));
@@ -449,7 +482,17 @@ impl Drop for Expr {
                 ExprKind::Block(b) => {
                     for s in &mut b.stmts {
                         match s {
-                            Stmt::Let { value, .. } | Stmt::Expr(value) => take(value),
+                            Stmt::Let { value, .. }
+                            | Stmt::Expr(value)
+                            | Stmt::LetTuple { value, .. } => take(value),
+                            Stmt::Fn(f) => {
+                                for p in &mut f.params {
+                                    if let Some(d) = &mut p.default {
+                                        take(d);
+                                    }
+                                }
+                                take(&mut block_expr(&mut f.body));
+                            }
                             Stmt::Assign { target, value, .. } => {
                                 take(target);
                                 take(value);

@@ -22,17 +22,7 @@ pub fn too_deep(m: &Module) -> Option<Span> {
         match item {
             Item::Use(_) => {}
             Item::Const(c) => w.expr(&c.value, 0),
-            Item::Fn(f) => {
-                for p in &f.params {
-                    if let Some(t) = &p.ty {
-                        w.ty(t);
-                    }
-                }
-                if let Some(t) = &f.ret {
-                    w.ty(t);
-                }
-                w.block(&f.body, 0);
-            }
+            Item::Fn(f) => w.func(f, 0),
             Item::Kernel(k) => {
                 for p in &k.params {
                     w.opt(p.default.as_ref());
@@ -118,13 +108,31 @@ impl Walk {
         }
     }
 
+    fn func(&mut self, f: &FnDecl, d: usize) {
+        for p in &f.params {
+            if let Some(t) = &p.ty {
+                self.ty(t);
+            }
+            if let Some(e) = &p.default {
+                self.expr(e, d + 1);
+            }
+        }
+        for t in f.ret.iter().flat_map(|r| r.types()) {
+            self.ty(t);
+        }
+        self.block(&f.body, d);
+    }
+
     fn block(&mut self, b: &Block, d: usize) {
         if self.stop(d, b.span) {
             return;
         }
         for s in &b.stmts {
             match s {
-                Stmt::Let { value, .. } | Stmt::Expr(value) => self.expr(value, d + 1),
+                Stmt::Let { value, .. } | Stmt::Expr(value) | Stmt::LetTuple { value, .. } => {
+                    self.expr(value, d + 1)
+                }
+                Stmt::Fn(f) => self.func(f, d + 1),
                 Stmt::Assign { target, value, .. } => {
                     self.expr(target, d + 1);
                     self.expr(value, d + 1);
@@ -181,7 +189,9 @@ impl Walk {
                     }
                 }
             }
-            ExprKind::List(items) => items.iter().for_each(|x| self.expr(x, n)),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().for_each(|x| self.expr(x, n))
+            }
             ExprKind::If(c, then, els) => {
                 self.expr(c, n);
                 self.block(then, n);

@@ -1,5 +1,6 @@
 //! pk runtime: runs and compiles kernels built by `pkc`.
 
+pub mod bind;
 pub mod cpu;
 pub mod package;
 pub mod pjrt;

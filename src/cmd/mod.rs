@@ -2,6 +2,7 @@
 //! `run(Args) -> u8` returning the process exit code: 0 success, 1 errors
 //! in the input, 2 usage errors.
 
+pub mod aot;
 pub mod bench;
 pub mod build;
 pub mod check;

@@ -21,6 +21,8 @@ pub enum Binding {
     Val(Val),
     /// A `let mut` variable: its current value is `Builder::slots[i]`.
     Mut(usize),
+    /// A function declared in a body, with the names it captured.
+    Fn(std::rc::Rc<super::tuple::LocalFn>),
 }
 
 /// What kind of function is being built.
@@ -307,6 +309,12 @@ impl<'c, 'p> Builder<'c, 'p> {
                 return match b {
                     Binding::Val(v) => v,
                     Binding::Mut(i) => Val::V(self.slots[i].0),
+                    Binding::Fn(f) => self.error(
+                        Diag::new(&codes::WRONG_KIND, format!("`{n}` is a function"), span)
+                            .label("used as a value")
+                            .with(f.decl.name.span, "declared here")
+                            .help("call it: `name(args)`"),
+                    ),
                 };
             }
         }
@@ -485,6 +493,9 @@ impl<'c, 'p> Builder<'c, 'p> {
             ExprKind::List(items) => {
                 Val::List(items.iter().map(|i| (self.expr(i), i.span)).collect())
             }
+            ExprKind::Tuple(items) => {
+                Val::Tuple(items.iter().map(|i| (self.expr(i), i.span)).collect())
+            }
             ExprKind::If(c, t, f) => self.if_expr(c, t, f.as_deref(), e.span, true),
             ExprKind::Block(b) => self.block_value(b),
             ExprKind::Error => Val::Err,
@@ -513,6 +524,16 @@ impl<'c, 'p> Builder<'c, 'p> {
                 )
                 .label("not a value");
                 diag = match other {
+                    Val::Tuple(items) => Diag::new(
+                        &codes::TUPLE_MISMATCH,
+                        format!(
+                            "expected one value, found a tuple of {} values",
+                            items.len()
+                        ),
+                        span,
+                    )
+                    .label("a tuple")
+                    .help("take it apart first: `let (a, b) = ...;`"),
                     Val::Ref(_) => diag.help(
                         "read a ref with `x[..]` (all of it) or `x[i, ds(j, 128)]` (a window)",
                     ),
@@ -1060,6 +1081,16 @@ impl<'c, 'p> Builder<'c, 'p> {
         span: Span,
     ) -> Option<(RefView, Type)> {
         let r = self.ref_of(base)?;
+        self.ref_view_of(r, idx, span)
+    }
+
+    /// [`Builder::ref_view`] of a ref already evaluated from `base`.
+    pub fn ref_view_of(
+        &mut self,
+        r: RefId,
+        idx: &[ast::Index],
+        span: Span,
+    ) -> Option<(RefView, Type)> {
         let rt = self.refs[r].ty.clone();
         let name = self.refs[r].name.clone();
         let rank = rt.shape.len();
@@ -1300,7 +1331,26 @@ impl<'c, 'p> Builder<'c, 'p> {
     }
 
     fn load(&mut self, base: &Expr, idx: &[ast::Index], span: Span) -> Val {
-        let Some((view, ty)) = self.ref_view(base, idx, span) else {
+        let r = match self.expr(base) {
+            Val::Ref(r) => r,
+            Val::V(x) => return self.slice_value(x, base, idx, span),
+            Val::Err => return Val::Err,
+            other => {
+                let d = self.describe(&other);
+                return self.error(
+                    Diag::new(
+                        &codes::NOT_INDEXABLE,
+                        format!("only refs and values can be indexed; this is {d}"),
+                        base.span,
+                    )
+                    .label("not a ref or value")
+                    .help(
+                        "operands, scratch buffers and prefetch arrays are refs; tiles are values",
+                    ),
+                );
+            }
+        };
+        let Some((view, ty)) = self.ref_view_of(r, idx, span) else {
             return Val::Err;
         };
         if !self.check_access(&view, &ty, span, "read") {
@@ -1446,6 +1496,11 @@ impl<'c, 'p> Builder<'c, 'p> {
     // ---- Calls -----------------------------------------------------------------
 
     fn call(&mut self, p: &ast::Path, args: &[ast::Arg], span: Span) -> Val {
+        if p.segments.len() == 1 {
+            if let Some(Binding::Fn(f)) = self.lookup_local(&p.segments[0].name) {
+                return self.call_local(f, args, span);
+            }
+        }
         if p.segments.len() == 1 && self.lookup_local(&p.segments[0].name).is_some() {
             return self.error(
                 Diag::new(
@@ -1507,39 +1562,44 @@ impl<'c, 'p> Builder<'c, 'p> {
                 .help("pk functions are inlined; write the repetition as a `for` loop"),
             );
         }
-        if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
-            return self.error(crate::resolve::keyword_to_fn(decl, kw));
-        }
-        if args.len() != decl.params.len() {
-            return self.error(
-                Diag::new(
-                    &codes::ARITY,
-                    format!(
-                        "`{}` takes {} arguments, {} given",
-                        decl.name.name,
-                        decl.params.len(),
-                        args.len()
-                    ),
-                    span,
-                )
-                .label("wrong number of arguments")
-                .with(decl.name.span, "defined here")
-                .help("pass the arguments by position"),
-            );
-        }
-        let vals: Vec<(Val, Span)> = args
-            .iter()
-            .map(|a| (self.expr(&a.value), a.value.span))
-            .collect();
         // The callee sees its own module and its parameters, not the caller's locals.
-        let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        self.inline(decl, m, (m, i), HashMap::new(), args, span)
+    }
+
+    /// Inlines `decl` at a call: binds the arguments (by position, keyword
+    /// or default) in a scope on top of `base` and checks the body there.
+    pub(super) fn inline(
+        &mut self,
+        decl: &ast::FnDecl,
+        m: ModId,
+        key: (ModId, usize),
+        base: HashMap<String, Binding>,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Val {
+        let bound = match crate::resolve::bind_args(decl, args, span) {
+            Ok(b) => b,
+            Err(d) => return self.error(*d),
+        };
+        let mut vals: Vec<Option<(Val, Span)>> = args
+            .iter()
+            .map(|a| Some((self.expr(&a.value), a.value.span)))
+            .collect();
+        let saved_scopes = std::mem::replace(&mut self.scopes, vec![base, HashMap::new()]);
         let saved_module = std::mem::replace(&mut self.module, m);
-        self.ck.call_stack.push((m, i));
+        self.ck.call_stack.push(key);
         for g in &decl.generics {
             self.bind(&g.name, Binding::Val(Val::Unit));
         }
         let mut ok = true;
-        for (p, (v, vs)) in decl.params.iter().zip(vals) {
+        for (p, slot) in decl.params.iter().zip(bound) {
+            // A default is evaluated in the callee's scope, where the
+            // parameters before it are already bound.
+            let (v, vs) = match (slot.and_then(|k| vals[k].take()), &p.default) {
+                (Some(a), _) => a,
+                (None, Some(d)) => (self.expr(d), d.span),
+                (None, None) => (Val::Err, span),
+            };
             let v = match &p.ty {
                 Some(t) => match self.match_type(t, v, vs, &decl.generics) {
                     Some(v) => v,
@@ -1559,7 +1619,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             Val::Err
         };
         if let (true, Some(rt)) = (ok, &decl.ret) {
-            result = self.check_return(rt, result, decl.body.span);
+            result = self.check_ret(rt, result, decl.body.span);
         }
         // An error in the body depends on this call's arguments: name the
         // call site, as each enclosing call will (rustc's "in this macro
@@ -1704,7 +1764,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         Some(v)
     }
 
-    fn check_return(&mut self, rt: &ast::TypeExpr, v: Val, span: Span) -> Val {
+    pub(super) fn check_return(&mut self, rt: &ast::TypeExpr, v: Val, span: Span) -> Val {
         let actual = match &v {
             Val::V(x) => self.ty(*x),
             Val::Err => return Val::Err,

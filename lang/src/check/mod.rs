@@ -11,7 +11,9 @@ pub mod builder;
 mod builtins;
 mod header;
 pub mod rules;
+mod slice;
 mod stmt;
+mod tuple;
 pub mod value;
 
 /// Whether `name` is a builtin function.

@@ -104,6 +104,8 @@ impl Builder<'_, '_> {
             Stmt::Assert(a) => {
                 self.static_assert(a);
             }
+            Stmt::LetTuple { names, value, .. } => self.let_tuple(names, value),
+            Stmt::Fn(f) => self.local_fn(f),
         }
     }
 
@@ -156,7 +158,23 @@ impl Builder<'_, '_> {
         }
     }
 
-    fn mutable_value(&mut self, v: Val, span: Span) -> Option<Value> {
+    pub(super) fn mutable_value(&mut self, v: Val, span: Span) -> Option<Value> {
+        if let Val::Tuple(items) = &v {
+            let names: Vec<String> = (0..items.len()).map(|k| format!("mut x{k}")).collect();
+            self.error(
+                Diag::new(
+                    &codes::TUPLE_MISMATCH,
+                    "a `let mut` binding holds one value, not a tuple",
+                    span,
+                )
+                .label(format!("a tuple of {} values", items.len()))
+                .help(format!(
+                    "destructure it: `let ({}) = ...`",
+                    names.join(", ")
+                )),
+            );
+            return None;
+        }
         if matches!(v, Val::Ref(_) | Val::Dtype(_) | Val::List(_)) {
             let d = self.describe(&v);
             self.error(
@@ -187,49 +205,10 @@ impl Builder<'_, '_> {
         match &target.kind {
             ExprKind::Name(p) if p.segments.len() == 1 => {
                 let name = &p.segments[0].name;
-                match self.lookup_local(name) {
-                    Some(Binding::Mut(i)) => {
-                        let old = self.slots[i].0;
-                        let new = match bin {
-                            Some(b) => {
-                                self.binary(b, Val::V(old), target.span, rhs, value.span, span)
-                            }
-                            None => rhs,
-                        };
-                        if matches!(new, Val::Err) {
-                            return;
-                        }
-                        let want = self.ty(old);
-                        if let Val::V(x) = &new {
-                            let have = self.ty(*x);
-                            if have != want {
-                                self.error(
-                                    Diag::new(&codes::CARRIED_TYPE, format!("`{name}` is `{want}` but is assigned `{have}`"), value.span)
-                                        .label(format!("this is {have}"))
-                                        .help("a `let mut` binding keeps its type; broadcast or convert the value first"),
-                                );
-                                return;
-                            }
-                        }
-                        if let Some(x) = self.coerce(new, &want, value.span) {
-                            self.slots[i].0 = x;
-                        }
-                    }
-                    Some(Binding::Val(_)) => {
-                        self.error(
-                            Diag::new(
-                                &codes::IMMUTABLE,
-                                format!("`{name}` is not mutable"),
-                                target.span,
-                            )
-                            .label("assigned here")
-                            .help(format!("declare it with `let mut {name} = ...`")),
-                        );
-                    }
-                    None => {
-                        self.expr(target);
-                    }
-                }
+                self.assign_name(name, target.span, bin, rhs, value.span, span);
+            }
+            ExprKind::Tuple(targets) if bin.is_none() => {
+                self.assign_tuple(targets, rhs, value, span);
             }
             ExprKind::Index(base, idx) => {
                 let Some((view, ty)) = self.ref_view(base, idx, target.span) else {
@@ -293,6 +272,69 @@ impl Builder<'_, '_> {
                     .label("not a ref window or `let mut` binding")
                     .help("write to a ref (`y[..] = v;`) or to a `let mut` variable"),
                 );
+            }
+        }
+    }
+
+    /// `name = v` (or `name op= v`) for a `let mut` name.
+    pub(super) fn assign_name(
+        &mut self,
+        name: &str,
+        tspan: Span,
+        bin: Option<BinOp>,
+        rhs: Val,
+        vspan: Span,
+        span: Span,
+    ) {
+        match self.lookup_local(name) {
+            Some(Binding::Mut(i)) => {
+                let old = self.slots[i].0;
+                let new = match bin {
+                    Some(b) => self.binary(b, Val::V(old), tspan, rhs, vspan, span),
+                    None => rhs,
+                };
+                if matches!(new, Val::Err) {
+                    return;
+                }
+                let want = self.ty(old);
+                if let Val::V(x) = &new {
+                    let have = self.ty(*x);
+                    if have != want {
+                        self.error(
+                            Diag::new(
+                                &codes::CARRIED_TYPE,
+                                format!("`{name}` is `{want}` but is assigned `{have}`"),
+                                vspan,
+                            )
+                            .label(format!("this is {have}"))
+                            .help("a `let mut` binding keeps its type; broadcast or convert the value first"),
+                        );
+                        return;
+                    }
+                }
+                if let Some(x) = self.coerce(new, &want, vspan) {
+                    self.slots[i].0 = x;
+                }
+            }
+            Some(Binding::Val(_)) | Some(Binding::Fn(_)) => {
+                self.error(
+                    Diag::new(&codes::IMMUTABLE, format!("`{name}` is not mutable"), tspan)
+                        .label("assigned here")
+                        .help(format!("declare it with `let mut {name} = ...`")),
+                );
+            }
+            None => {
+                let path = ast::Path {
+                    segments: vec![ast::Ident {
+                        name: name.to_string(),
+                        span: tspan,
+                    }],
+                    span: tspan,
+                };
+                self.expr(&Expr {
+                    kind: ExprKind::Name(path),
+                    span: tspan,
+                });
             }
         }
     }
@@ -407,8 +449,9 @@ impl Builder<'_, '_> {
         let e_end = self.cur;
         let e_slots: Vec<Value> = carried.iter().map(|i| self.slots[*i].0).collect();
 
-        // The value of the `if`, when it has one.
-        let mut result_ty = None;
+        // The value of the `if`, when it has one (a tuple yields each element).
+        let mut result_tys: Vec<Type> = Vec::new();
+        let mut shape = None;
         let (mut ty_y, mut ey_y) = (Vec::new(), Vec::new());
         let has_value = want && !matches!(tv, Val::Unit) && !matches!(ev, Val::Unit);
         if want && els_block.is_none() {
@@ -424,7 +467,7 @@ impl Builder<'_, '_> {
             );
         }
         if has_value {
-            match self.unify_branches(
+            match self.unify_tree(
                 tv,
                 t_end,
                 then.span,
@@ -433,10 +476,11 @@ impl Builder<'_, '_> {
                 els.map(|e| e.span).unwrap_or(span),
                 span,
             ) {
-                Some((a, b)) => {
-                    result_ty = Some(self.ty(a));
-                    ty_y.push(a);
-                    ey_y.push(b);
+                Some((a, b, sh)) => {
+                    result_tys = a.iter().map(|x| self.ty(*x)).collect();
+                    ty_y.extend(a);
+                    ey_y.extend(b);
+                    shape = Some(sh);
                 }
                 None => {
                     self.cur = outer;
@@ -450,7 +494,8 @@ impl Builder<'_, '_> {
         self.f.blocks[e_end].yields = ey_y;
         // Branch-local blocks nest: the op goes in the block we started in.
         self.cur = outer;
-        let mut types: Vec<Type> = result_ty.iter().cloned().collect();
+        let off = result_tys.len();
+        let mut types: Vec<Type> = result_tys;
         types.extend(before.iter().map(|v| self.ty(*v)));
         let op = self.f.push(
             outer,
@@ -463,21 +508,19 @@ impl Builder<'_, '_> {
             span,
         );
         let results = self.f.ops[op].results.clone();
-        let off = usize::from(result_ty.is_some());
         for (k, i) in carried.iter().enumerate() {
             self.slots[*i].0 = results[off + k];
         }
-        if result_ty.is_some() {
-            Val::V(results[0])
-        } else {
-            Val::Unit
+        match shape {
+            Some(sh) => sh.rebuild(&results[..off], &mut 0, span),
+            None => Val::Unit,
         }
     }
 
     /// Gives both branch values one type; constants are materialised in
     /// their own branch's block.
     #[allow(clippy::too_many_arguments)]
-    fn unify_branches(
+    pub(super) fn unify_branches(
         &mut self,
         a: Val,
         ab: crate::ir::BlockId,
@@ -689,14 +732,22 @@ fn assigned_names(b: &Block, out: &mut BTreeSet<String>) {
     for s in &b.stmts {
         match s {
             Stmt::Assign { target, value, .. } => {
-                if let ExprKind::Name(p) = &target.kind {
-                    if p.segments.len() == 1 {
-                        out.insert(p.segments[0].name.clone());
+                let targets = match &target.kind {
+                    ExprKind::Tuple(items) => items.iter().collect(),
+                    _ => vec![target],
+                };
+                for t in targets {
+                    if let ExprKind::Name(p) = &t.kind {
+                        if p.segments.len() == 1 {
+                            out.insert(p.segments[0].name.clone());
+                        }
                     }
                 }
                 expr_assigned(value, out);
             }
-            Stmt::Let { value, .. } => expr_assigned(value, out),
+            Stmt::Let { value, .. } | Stmt::LetTuple { value, .. } => expr_assigned(value, out),
+            // A nested function cannot assign the names it captures.
+            Stmt::Fn(_) => {}
             Stmt::Expr(e) => expr_assigned(e, out),
             Stmt::For { body, .. } | Stmt::While { body, .. } => assigned_names(body, out),
             Stmt::Assert(_) => {}

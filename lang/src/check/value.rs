@@ -21,6 +21,9 @@ pub enum Val {
     Ref(RefId),
     /// `[a, b, ...]`: shapes, permutations.
     List(Vec<(Val, Span)>),
+    /// `(a, b)`: several values, flattened into their elements wherever
+    /// they are bound, carried or yielded (no tuple reaches the IR).
+    Tuple(Vec<(Val, Span)>),
     /// Statements and `if` without `else` produce no value.
     Unit,
     /// An error was already reported; uses of this value report nothing more.
@@ -42,6 +45,7 @@ impl Val {
             Val::Dtype(d) => format!("the dtype `{d}`"),
             Val::Ref(_) => "a ref".to_string(),
             Val::List(_) => "a list".to_string(),
+            Val::Tuple(items) => format!("a tuple of {} values", items.len()),
             Val::Unit => "no value".to_string(),
             Val::Err => "an invalid value".to_string(),
         }

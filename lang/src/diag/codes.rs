@@ -217,6 +217,11 @@ codes! {
         why: "Assertions state what a kernel supports (`M % bm == 0`, `T != f8e5m2`); checking them when the kernel is specialised gives the kernel's own message instead of a later rule's.",
         example: "assert(M % bm == 0, \"M must be a multiple of bm\")   // error with -p M=1000 -p bm=128\n-p M=1024 -p bm=128",
     }
+    TUPLE_MISMATCH = "PK0240" "tuple-mismatch" {
+        what: "A tuple is used where one value is needed, or destructured into a different number of names than it has elements.",
+        why: "Tuples group several values (a helper's results, loop-carried state); they are taken apart with `let (a, b) = t;` or `(a, b) = t;`, one name per element, and are not values themselves.",
+        example: "let (m, l) = (x, y, z);   // error: 3 elements, 2 names\nlet (m, l, _) = (x, y, z);",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",

@@ -189,6 +189,11 @@ pub enum OpKind {
     Reshape(Value),
     /// Result dim `i` is operand dim `perm[i]`.
     Transpose(Value, Vec<usize>),
+    /// The static window `[start, start + size)` of each dimension (same
+    /// rank; a dropped dimension is a size-1 window and a `Reshape`).
+    Slice(Value, Vec<(u64, u64)>),
+    /// The operands joined along `axis` (same dtype, equal other sizes).
+    Concat(Vec<Value>, usize),
     /// Each element is its index along `dim` (result dtype i32).
     Iota {
         dim: usize,
@@ -296,7 +301,9 @@ impl OpKind {
             | OpKind::Splat(a)
             | OpKind::Broadcast(a)
             | OpKind::Reshape(a)
-            | OpKind::Transpose(a, _) => out.push(*a),
+            | OpKind::Transpose(a, _)
+            | OpKind::Slice(a, _) => out.push(*a),
+            OpKind::Concat(vs, _) => out.extend(vs.iter().copied()),
             OpKind::Binary(_, a, b) | OpKind::Compare(_, a, b) => out.extend([*a, *b]),
             OpKind::Select {
                 cond,

@@ -194,6 +194,14 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         OpKind::Broadcast(a) => format!("broadcast {}", val(*a)),
         OpKind::Reshape(a) => format!("reshape {}", val(*a)),
         OpKind::Transpose(a, p) => format!("transpose {} {p:?}", val(*a)),
+        OpKind::Concat(vs, axis) => {
+            let vs: Vec<String> = vs.iter().map(|v| val(*v)).collect();
+            format!("concat [{}] axis {axis}", vs.join(", "))
+        }
+        OpKind::Slice(a, w) => {
+            let w: Vec<String> = w.iter().map(|(s, n)| format!("{s}+:{n}")).collect();
+            format!("slice {}[{}]", val(*a), w.join(", "))
+        }
         OpKind::Iota { dim } => format!("iota dim {dim}"),
         OpKind::Reduce {
             op,

@@ -343,6 +343,46 @@ impl Ctx<'_> {
                     return err(sp, "reshape changes the element count");
                 }
             }
+            OpKind::Concat(vs, axis) => {
+                let r = one(1)?.clone();
+                let mut total = 0i64;
+                for v in vs {
+                    let t = self.use_(id, *v, scope)?.clone();
+                    let same = t.dtype() == r.dtype()
+                        && t.rank() == r.rank()
+                        && *axis < r.rank()
+                        && t.shape()
+                            .iter()
+                            .zip(r.shape())
+                            .enumerate()
+                            .all(|(k, (d, rd))| k == *axis || d == rd);
+                    if !same {
+                        return err(sp, "concat operand does not match the result");
+                    }
+                    total += t.shape()[*axis].known().unwrap_or(0);
+                }
+                if vs.is_empty() || r.shape()[*axis].known() != Some(total) {
+                    return err(sp, "concat result size is not the sum of its operands'");
+                }
+            }
+            OpKind::Slice(a, win) => {
+                let a = self.use_(id, *a, scope)?.clone();
+                let r = one(1)?;
+                let fits = win.len() == a.rank()
+                    && r.rank() == a.rank()
+                    && r.dtype() == a.dtype()
+                    && win
+                        .iter()
+                        .zip(a.shape())
+                        .zip(r.shape())
+                        .all(|(((st, sz), d), rd)| {
+                            rd.known() == Some(*sz as i64)
+                                && d.known().is_none_or(|d| st + sz <= d as u64)
+                        });
+                if !fits {
+                    return err(sp, "slice window does not fit its operand or result");
+                }
+            }
             OpKind::Transpose(a, perm) => {
                 let a = self.use_(id, *a, scope)?.clone();
                 let r = one(1)?;

@@ -26,24 +26,8 @@ pub fn check_module(p: &Program, m: ModId) -> Vec<Diag> {
     for (i, item) in p.module(m).ast.items.iter().enumerate() {
         match item {
             Item::Fn(f) => {
-                w.scopes.push(
-                    f.generics
-                        .iter()
-                        .map(|g| g.name.clone())
-                        .chain(f.params.iter().map(|x| x.name.name.clone()))
-                        .collect(),
-                );
-                for prm in &f.params {
-                    if let Some(t) = &prm.ty {
-                        w.type_expr(t);
-                    }
-                }
-                if let Some(t) = &f.ret {
-                    w.type_expr(t);
-                }
                 w.calls.clear();
-                w.block(&f.body);
-                w.scopes.pop();
+                w.func(f);
                 let calls = std::mem::take(&mut w.calls);
                 w.recursion(i, f, calls);
             }
@@ -124,6 +108,43 @@ impl Walker<'_> {
         }
     }
 
+    /// A function's parameters, defaults, types and body, in a scope that
+    /// adds its generics and parameters to the enclosing ones (none for a
+    /// module function; the body's names for a nested one).
+    fn func(&mut self, f: &ast::FnDecl) {
+        self.scopes
+            .push(f.generics.iter().map(|g| g.name.clone()).collect());
+        let mut first_default: Option<&ast::FnParam> = None;
+        for prm in &f.params {
+            if let Some(t) = &prm.ty {
+                self.type_expr(t);
+            }
+            match (&prm.default, first_default) {
+                (Some(d), _) => {
+                    self.expr(d);
+                    first_default.get_or_insert(prm);
+                }
+                (None, Some(earlier)) => self.diags.push(
+                    Diag::new(
+                        &codes::ARITY,
+                        format!("parameter `{}` needs a default value", prm.name.name),
+                        prm.name.span,
+                    )
+                    .label("no default")
+                    .with(earlier.span, "an earlier parameter has one")
+                    .help("parameters with defaults come last, as in Python"),
+                ),
+                (None, None) => {}
+            }
+            self.declare(&prm.name.name);
+        }
+        for t in f.ret.iter().flat_map(|r| r.types()) {
+            self.type_expr(t);
+        }
+        self.block(&f.body);
+        self.scopes.pop();
+    }
+
     fn block(&mut self, b: &ast::Block) {
         self.scopes.push(HashSet::new());
         for s in &b.stmts {
@@ -173,6 +194,18 @@ impl Walker<'_> {
                 self.block(body);
             }
             Stmt::Assert(a) => self.expr(&a.cond),
+            Stmt::LetTuple { names, value, .. } => {
+                self.expr(value);
+                for (n, _) in names {
+                    self.declare(&n.name);
+                }
+            }
+            Stmt::Fn(f) => {
+                // Declared after its body: a nested function sees the names
+                // before it and cannot call itself (calls are inlined).
+                self.func(f);
+                self.declare(&f.name.name);
+            }
         }
     }
 
@@ -204,7 +237,9 @@ impl Walker<'_> {
                     }
                 }
             }
-            ExprKind::List(items) => items.iter().for_each(|i| self.expr(i)),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().for_each(|i| self.expr(i))
+            }
             ExprKind::If(c, t, f) => {
                 self.expr(c);
                 self.block(t);
@@ -244,26 +279,11 @@ impl Walker<'_> {
     }
 
     fn callee(&mut self, p: &ast::Path, args: &[ast::Arg], span: crate::span::Span) {
-        let nargs = args.len();
         match self.p.lookup(self.m, &p.segments) {
             Some(ItemRef::Fn(m, i)) => {
                 if let Some(f) = self.p.fn_decl(m, i) {
-                    if let Some(kw) = args.iter().find_map(|a| a.name.as_ref()) {
-                        self.diags.push(keyword_to_fn(f, kw));
-                    } else if f.params.len() != nargs {
-                        self.diags.push(
-                            Diag::new(
-                                &codes::ARITY,
-                                format!(
-                                    "`{}` takes {} arguments, {nargs} given",
-                                    f.name.name,
-                                    f.params.len()
-                                ),
-                                span,
-                            )
-                            .label("wrong number of arguments")
-                            .with(f.name.span, "defined here"),
-                        );
+                    if let Err(d) = bind_args(f, args, span) {
+                        self.diags.push(*d);
                     }
                 }
                 self.calls.push((m, i, p.span));
@@ -330,23 +350,123 @@ impl Walker<'_> {
     }
 }
 
-/// A keyword argument in a call of a `.pk` function: only builtins take
-/// keywords, so the argument count would be the wrong thing to complain about.
-pub(crate) fn keyword_to_fn(f: &ast::FnDecl, kw: &ast::Ident) -> Diag {
+/// Matches a call's arguments to the parameters of `f`: positional ones
+/// first, then keywords by name, then defaults. Returns, per parameter, the
+/// index of the argument that sets it (`None`: its default).
+pub(crate) fn bind_args(
+    f: &ast::FnDecl,
+    args: &[ast::Arg],
+    span: crate::span::Span,
+) -> Result<Vec<Option<usize>>, Box<Diag>> {
+    let mut bound: Vec<Option<usize>> = vec![None; f.params.len()];
+    for (k, a) in args.iter().enumerate() {
+        let slot = match &a.name {
+            None => {
+                if let Some(prev) = args[..k].iter().find_map(|a| a.name.as_ref()) {
+                    return Err(Box::new(
+                        Diag::new(
+                            &codes::ARITY,
+                            "a positional argument follows a keyword argument",
+                            a.value.span,
+                        )
+                        .label("positional")
+                        .with(prev.span, "keyword given before it")
+                        .help("pass positional arguments first, then `name = value`"),
+                    ));
+                }
+                if k >= f.params.len() {
+                    return Err(Box::new(too_many(f, args.len(), span)));
+                }
+                k
+            }
+            Some(kw) => match f.params.iter().position(|p| p.name.name == kw.name) {
+                Some(p) => p,
+                None => {
+                    return Err(Box::new(
+                        Diag::new(
+                            &codes::UNKNOWN_ARGUMENT,
+                            format!("`{}` has no parameter `{}`", f.name.name, kw.name),
+                            kw.span,
+                        )
+                        .label("unknown keyword")
+                        .with(f.name.span, "defined here")
+                        .help(format!("its parameters are: {}", param_list(f))),
+                    ))
+                }
+            },
+        };
+        if bound[slot].is_some() {
+            return Err(Box::new(
+                Diag::new(
+                    &codes::ARITY,
+                    format!("parameter `{}` is given twice", f.params[slot].name.name),
+                    a.value.span,
+                )
+                .label("given again here")
+                .with(f.params[slot].name.span, "the parameter"),
+            ));
+        }
+        bound[slot] = Some(k);
+    }
+    let missing: Vec<&str> = f
+        .params
+        .iter()
+        .zip(&bound)
+        .filter(|(p, b)| b.is_none() && p.default.is_none())
+        .map(|(p, _)| p.name.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Box::new(
+            Diag::new(
+                &codes::ARITY,
+                format!(
+                    "`{}` is missing {}: `{}`",
+                    f.name.name,
+                    if missing.len() == 1 {
+                        "an argument"
+                    } else {
+                        "arguments"
+                    },
+                    missing.join("`, `")
+                ),
+                span,
+            )
+            .label("missing arguments")
+            .with(f.name.span, "defined here")
+            .help(format!("its parameters are: {}", param_list(f))),
+        ));
+    }
+    Ok(bound)
+}
+
+fn too_many(f: &ast::FnDecl, n: usize, span: crate::span::Span) -> Diag {
     Diag::new(
-        &codes::UNKNOWN_ARGUMENT,
-        format!("`{}` does not take keyword arguments", f.name.name),
-        kw.span,
+        &codes::ARITY,
+        format!(
+            "`{}` takes {} arguments, {n} given",
+            f.name.name,
+            f.params.len()
+        ),
+        span,
     )
-    .label(format!("keyword `{}`", kw.name))
+    .label("too many arguments")
     .with(f.name.span, "defined here")
-    .help(format!(
-        "functions written in pk take their arguments by position: `{}({})`",
-        f.name.name,
-        f.params
-            .iter()
-            .map(|p| p.name.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
+    .help(format!("its parameters are: {}", param_list(f)))
+}
+
+/// `x, y, scale = 0.5` for help lines.
+fn param_list(f: &ast::FnDecl) -> String {
+    let names: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| match &p.default {
+            Some(_) => format!("`{} = ...`", p.name.name),
+            None => format!("`{}`", p.name.name),
+        })
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }

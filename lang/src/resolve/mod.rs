@@ -7,7 +7,7 @@
 //! [`Program::lookup`] while it builds IR, so no name survives into the IR.
 
 mod bodies;
-pub(crate) use bodies::keyword_to_fn;
+pub(crate) use bodies::bind_args;
 
 use crate::ast::{self, Item};
 use crate::diag::{codes, Diag};

@@ -155,6 +155,8 @@ impl<'c, 'k> Lower<'c, 'k> {
             OpKind::Splat(a) | OpKind::Broadcast(a) => one(shape::broadcast(self, at, *a, &rt)),
             OpKind::Reshape(a) => one(shape::reshape(self, at, *a, &rt)),
             OpKind::Transpose(a, perm) => one(shape::transpose(self, at, *a, perm, &rt)),
+            OpKind::Slice(a, window) => one(shape::slice(self, at, *a, window, &rt)),
+            OpKind::Concat(vs, axis) => one(shape::concat(self, at, vs, *axis, &rt)),
             OpKind::Iota { dim } => one(shape::iota(self, at, *dim, &rt)),
             OpKind::Reduce {
                 op: rop,

@@ -6,7 +6,8 @@
 
 use super::error::MosaicError;
 use super::mlir::{build_error, At, Mlir, Val};
-use melior::ir::r#type::TypeLike;
+use melior::ir::attribute::IntegerAttribute;
+use melior::ir::r#type::{IntegerType, TypeLike};
 use melior::ir::{Attribute, Region, Type, ValueLike};
 
 type R<T> = Result<T, MosaicError>;
@@ -129,6 +130,51 @@ impl<'c> Mlir<'c> {
             ty,
             &[("static_position", self.i64_array(pos))],
         )
+    }
+
+    /// `vector.extract_strided_slice` with unit strides; its attributes are
+    /// arrays of i64 integer attributes (`I64ArrayAttr`), not dense arrays.
+    pub fn extract_strided_slice(
+        &self,
+        at: At<'c, '_>,
+        v: Val<'c>,
+        offsets: &[i64],
+        sizes: &[i64],
+        ty: Type<'c>,
+    ) -> R<Val<'c>> {
+        let ints = |xs: &[i64]| -> Attribute<'c> {
+            let i64t = IntegerType::new(self.ctx, 64).into();
+            let items: Vec<Attribute<'c>> = xs
+                .iter()
+                .map(|x| IntegerAttribute::new(i64t, *x).into())
+                .collect();
+            self.array(&items)
+        };
+        let strides = vec![1i64; offsets.len()];
+        self.op1(
+            at,
+            "vector.extract_strided_slice",
+            &[v],
+            ty,
+            &[
+                ("offsets", ints(offsets)),
+                ("sizes", ints(sizes)),
+                ("strides", ints(&strides)),
+            ],
+        )
+    }
+
+    /// `tpu.concatenate` of `sources` along `dimension` (an i32 attribute).
+    pub fn tpu_concatenate(
+        &self,
+        at: At<'c, '_>,
+        sources: &[Val<'c>],
+        dimension: i32,
+        ty: Type<'c>,
+    ) -> R<Val<'c>> {
+        let i32t = IntegerType::new(self.ctx, 32).into();
+        let dim = IntegerAttribute::new(i32t, dimension.into()).into();
+        self.op1(at, "tpu.concatenate", sources, ty, &[("dimension", dim)])
     }
 
     /// `vector.multi_reduction` of `src` over `dims`, starting from `acc`.

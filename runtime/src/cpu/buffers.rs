@@ -1,16 +1,80 @@
 //! Host arrays of one run ("HBM"), shared by the worker threads. Inputs are
 //! read in place from the caller's arrays; outputs, and inputs that the
 //! kernel writes (through an aliased output or a DMA), are owned buffers
-//! behind a lock. The race checks guarantee that parallel units write
-//! disjoint blocks, so the locks are held only for block copies.
+//! behind a lock, or the caller's own output memory (see
+//! `CpuKernel::run_in_place`). The race checks guarantee that parallel
+//! units write disjoint blocks, so the locks are held only for block copies.
 
 use super::array::HostArray;
 use super::error::Error;
 use std::sync::{Arc, RwLock};
 
+/// Bytes a caller lends for the duration of one run
+/// (`CpuKernel::run_in_place`): read-only for inputs, written for outputs.
+#[derive(Clone, Copy)]
+pub(crate) struct Lent {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a `Lent` is made from a borrow that outlives the run, and every
+// access goes through `Buffers`, which serialises writes with a lock; the
+// run drops every copy before it returns (instances keep no buffers).
+unsafe impl Send for Lent {}
+// SAFETY: as above.
+unsafe impl Sync for Lent {}
+
+impl Lent {
+    pub fn input(b: &[u8]) -> Lent {
+        Lent {
+            ptr: b.as_ptr().cast_mut(),
+            len: b.len(),
+        }
+    }
+
+    pub fn output(b: &mut [u8]) -> Lent {
+        Lent {
+            ptr: b.as_mut_ptr(),
+            len: b.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the lender's borrow is live for the whole run (see above).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The lent bytes, to write. Only for outputs, and only where no other
+    /// view is live: before the run, under the buffer's write lock during
+    /// it, and after the workers have joined.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: an output lent mutably, viewed at one of the times above,
+        // so this is the only live view.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// An input array read in place: the caller's `HostArray`, or lent bytes.
+#[derive(Clone)]
+pub(crate) enum Input {
+    Array(Arc<HostArray>),
+    Lent(Lent),
+}
+
+impl Input {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Input::Array(a) => &a.data,
+            Input::Lent(l) => l.bytes(),
+        }
+    }
+}
+
 pub(crate) enum Buf {
-    Shared(Arc<HostArray>),
+    Shared(Input),
     Owned(RwLock<Vec<u8>>),
+    /// An output written in place, in memory the caller lent.
+    Lent(RwLock<Lent>),
 }
 
 pub(crate) struct Buffers {
@@ -29,8 +93,9 @@ fn poisoned() -> Error {
 impl Buffers {
     pub fn read<R>(&self, b: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
         match &self.bufs[b] {
-            Buf::Shared(a) => Ok(f(&a.data)),
+            Buf::Shared(a) => Ok(f(a.bytes())),
             Buf::Owned(l) => Ok(f(&l.read().map_err(|_| poisoned())?)),
+            Buf::Lent(l) => Ok(f(l.read().map_err(|_| poisoned())?.bytes())),
         }
     }
 
@@ -38,6 +103,7 @@ impl Buffers {
         match &self.bufs[b] {
             Buf::Shared(_) => Err(Error::Internal("write to a read-only input buffer".into())),
             Buf::Owned(l) => Ok(f(&mut l.write().map_err(|_| poisoned())?)),
+            Buf::Lent(l) => Ok(f(l.write().map_err(|_| poisoned())?.bytes_mut())),
         }
     }
 
@@ -72,7 +138,7 @@ impl Buffers {
         self.bufs
             .into_iter()
             .map(|b| match b {
-                Buf::Shared(_) => None,
+                Buf::Shared(_) | Buf::Lent(_) => None,
                 Buf::Owned(l) => l.into_inner().ok(),
             })
             .collect()

@@ -302,7 +302,7 @@ impl<'a> Runner<'a> {
             elem = elem * n + s;
         }
         let at = usize::try_from(elem).ok()?.checked_mul(o.eb)?;
-        if !(array.data.as_ptr() as usize + at).is_multiple_of(o.eb) {
+        if !(array.bytes().as_ptr() as usize + at).is_multiple_of(o.eb) {
             return None;
         }
         Some(Direct {

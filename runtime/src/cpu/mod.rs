@@ -27,7 +27,7 @@ pub use error::{Error, EXPLANATIONS};
 pub use host_mem::{available as available_host_memory, human as human_bytes, Need};
 pub use pk_lowering::wasm::abi::CpuManifest;
 
-use buffers::{Buf, Buffers};
+use buffers::{Buf, Buffers, Input, Lent};
 use grid::{Runner, Schedule, Visits};
 use instance::{Host, Instance};
 use pk_lang::ir::DType;
@@ -143,6 +143,10 @@ impl Default for RunOptions {
         }
     }
 }
+
+/// An input of a run, with the dtype and shape to check it against when it
+/// has them (lent bytes have only their size, checked beforehand).
+type Given<'a> = (Input, Option<(DType, &'a [usize])>);
 
 /// A compiled kernel, ready to run any number of times.
 pub struct CpuKernel {
@@ -341,6 +345,75 @@ impl CpuKernel {
         inputs: &[Arc<HostArray>],
         opts: &RunOptions,
     ) -> Result<(Vec<HostArray>, Traffic), Error> {
+        let given: Vec<Given> = inputs
+            .iter()
+            .map(|a| (Input::Array(a.clone()), Some((a.dtype, a.shape.as_slice()))))
+            .collect();
+        self.run_inputs(given, None, opts)
+    }
+
+    /// Runs the kernel on memory the caller owns, such as a host
+    /// framework's buffers: each input's bytes (row-major, in the element
+    /// layout of [`HostArray`]) are read in place and each output is written
+    /// in place, with no copy beyond those [`Self::run_shared`] makes.
+    /// Every slice must have its operand's exact size.
+    pub fn run_in_place(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        opts: &RunOptions,
+    ) -> Result<(), Error> {
+        let outs: Vec<usize> = self.outputs().map(|(i, _)| i).collect();
+        if outputs.len() != outs.len() {
+            return Err(Error::Internal(format!(
+                "{} output buffers given, kernel `{}` has {} outputs",
+                outputs.len(),
+                self.m.kernel,
+                outs.len()
+            )));
+        }
+        for (&i, b) in outs.iter().zip(outputs.iter()) {
+            self.check_bytes(i, b.len())?;
+        }
+        let ins: Vec<usize> = self.inputs().map(|(i, _)| i).collect();
+        for (&i, b) in ins.iter().zip(inputs) {
+            self.check_bytes(i, b.len())?;
+        }
+        // The lent views stop being used when `run_inputs` returns: the
+        // workers have joined and the pooled instances hold no buffers.
+        let given = inputs
+            .iter()
+            .map(|b| (Input::Lent(Lent::input(b)), None))
+            .collect();
+        let lent = outputs.iter_mut().map(|b| Lent::output(b)).collect();
+        self.run_inputs(given, Some(lent), opts)?;
+        Ok(())
+    }
+
+    /// Checks that a lent buffer has the size of operand `i`.
+    fn check_bytes(&self, i: usize, len: usize) -> Result<(), Error> {
+        let o = &self.m.operands[i];
+        let want = o.shape.iter().product::<u64>() as usize * self.dtypes[i].bytes() as usize;
+        if len != want {
+            return Err(Error::Internal(format!(
+                "the buffer of `{}` holds {len} bytes, {}[{}] needs {want}",
+                o.name,
+                o.dtype,
+                join(&o.shape)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs on `inputs` (each with its dtype and shape to check, when it has
+    /// them). Outputs are returned, or with `lent` written in place (and
+    /// none returned), with the bytes the run moved.
+    fn run_inputs(
+        &self,
+        inputs: Vec<Given<'_>>,
+        mut lent: Option<Vec<Lent>>,
+        opts: &RunOptions,
+    ) -> Result<(Vec<HostArray>, Traffic), Error> {
         let m = &self.m;
         let ins: Vec<usize> = self.inputs().map(|(i, _)| i).collect();
         if inputs.len() < ins.len() {
@@ -367,28 +440,43 @@ impl CpuKernel {
         let mut fresh = Vec::new();
         let mut of_operand = vec![0; m.operands.len()];
         let mut given = inputs.iter();
+        // Each operand's position among the outputs (for lent outputs).
+        let mut out_pos = vec![0; m.operands.len()];
+        for (k, (i, _)) in self.outputs().enumerate() {
+            out_pos[i] = k;
+        }
         for (i, o) in m.operands.iter().enumerate() {
             if o.role != Role::Output {
-                let a = given
+                let (a, sig) = given
                     .next()
                     .ok_or_else(|| Error::Internal("input count".into()))?;
-                if a.dtype != self.dtypes[i] {
-                    return Err(Error::DtypeMismatch {
-                        operand: o.name.clone(),
-                        expected: self.dtypes[i].to_string(),
-                        found: a.dtype.to_string(),
-                        path: "<memory>".into(),
-                    });
+                if let Some((dtype, shape)) = sig {
+                    if *dtype != self.dtypes[i] {
+                        return Err(Error::DtypeMismatch {
+                            operand: o.name.clone(),
+                            expected: self.dtypes[i].to_string(),
+                            found: dtype.to_string(),
+                            path: "<memory>".into(),
+                        });
+                    }
+                    self.check_shape(i, shape, "<memory>")?;
                 }
-                self.check_shape(i, &a.shape, "<memory>")?;
                 of_operand[i] = bufs.len();
                 bufs.push(if written[i] {
-                    Buf::Owned(RwLock::new(a.data.clone()))
+                    Buf::Owned(RwLock::new(a.bytes().to_vec()))
                 } else {
                     Buf::Shared(a.clone())
                 });
             } else if let Some(j) = o.aliases {
                 of_operand[i] = of_operand.get(j).copied().unwrap_or(0);
+            } else if let Some(l) = lent.as_mut().and_then(|v| v.get_mut(out_pos[i])) {
+                // Written in place. Unblocked outputs start as poison here
+                // too; blocked ones are poisoned where no block was written.
+                if o.block.is_none() {
+                    fill_poison(self.dtypes[i], l.bytes_mut());
+                }
+                of_operand[i] = bufs.len();
+                bufs.push(Buf::Lent(RwLock::new(*l)));
             } else {
                 let bytes =
                     usize::try_from(self.operand_bytes(i)?).map_err(|_| Error::HostMemory {
@@ -428,6 +516,16 @@ impl CpuKernel {
                 ))
             }
         };
+        if let Some(mut lent) = lent {
+            // Outputs written in place are done; one that aliases an input
+            // was written into that input's private copy.
+            for ((i, _), l) in self.outputs().zip(lent.iter_mut()) {
+                if let Some(Some(d)) = owned.get(of_operand[i]) {
+                    l.bytes_mut().copy_from_slice(d);
+                }
+            }
+            return Ok((Vec::new(), traffic));
+        }
         let mut out: Vec<HostArray> = Vec::new();
         let mut taken: Vec<(usize, usize)> = Vec::new();
         for (i, o) in self.outputs() {

@@ -9,9 +9,8 @@
 //! are exact; only the summation order differs from the chip, which is
 //! what the test tolerances allow for.
 
-use super::array::HostArray;
+use super::buffers::Input;
 use pk_lowering::wasm::abi::{DotKind, DotSite};
-use std::sync::Arc;
 
 /// Byte range `[start, end)` of a stored matrix of `rows x cols` with row
 /// stride `ld` (elements of `eb` bytes) at `addr`.
@@ -68,7 +67,7 @@ const KC: usize = 256;
 /// instead of being copied into VMEM (see `RefSlot::mxu_only`).
 #[derive(Clone)]
 pub(crate) struct Direct {
-    pub array: Arc<HostArray>,
+    pub array: Input,
     /// Byte offset of the block's first element in the array.
     pub at: usize,
     /// The array's row stride (elements).
@@ -206,7 +205,8 @@ pub(crate) fn dot(
             match r.and_then(|r| scratch.direct.get(r as usize)?.as_ref()) {
                 None => (base as *const u8, mem_len, addr as usize, ld, true),
                 Some(b) if b.vmem == addr => {
-                    (b.array.data.as_ptr(), b.array.data.len(), b.at, b.ld, false)
+                    let a = b.array.bytes();
+                    (a.as_ptr(), a.len(), b.at, b.ld, false)
                 }
                 Some(_) => {
                     return Err(format!(

@@ -183,12 +183,45 @@ impl Topology {
         })
     }
 
+    /// Compiles a whole program, such as a model exported by `jax.export`:
+    /// MLIR text or bytecode (a serialized, versioned StableHLO portable
+    /// artifact is bytecode too), over `partitions` SPMD partitions and
+    /// `replicas` replicas as the module's `mhlo.num_partitions` and
+    /// `mhlo.num_replicas` say. libtpu reads the module's own sharding
+    /// annotations; the topology must have enough devices for them. A
+    /// partitioned module that uses the Shardy dialect (`sdy`, what JAX
+    /// emits for `shard_map` and sharded arguments) is partitioned by
+    /// Shardy, as JAX compiles it.
+    pub fn compile_program(
+        &self,
+        code: &[u8],
+        replicas: u32,
+        partitions: u32,
+    ) -> Result<CompiledKernel, PjrtError> {
+        let started = Instant::now();
+        let shardy = partitions > 1 && code.windows(4).any(|w| w == b"sdy.");
+        let options = program_options(replicas, partitions, shardy);
+        let executable = self.compile_with(code, &options)?;
+        let compile_time = started.elapsed();
+        Ok(CompiledKernel {
+            target: self.target,
+            serialized_executable: executable.serialize()?,
+            generated_code_bytes: executable.generated_code_bytes()?,
+            memory_stats: executable.memory_stats().ok(),
+            cost_analysis: executable.cost_analysis().unwrap_or_default(),
+            compile_time,
+        })
+    }
+
     /// Runs `PJRT_Compile` and returns the executable itself, for callers
     /// that want to query it further.
     pub fn compile_executable(&self, stablehlo: &str) -> Result<Executable, PjrtError> {
+        self.compile_with(stablehlo.as_bytes(), &compile_options())
+    }
+
+    fn compile_with(&self, code: &[u8], options: &[u8]) -> Result<Executable, PjrtError> {
         let compile = api_fn!(self.plugin, PJRT_Compile)?;
-        let program = mlir_program(stablehlo);
-        let options = compile_options();
+        let program = mlir_program_bytes(code);
         let mut args = pjrt_sys::PJRT_Compile_Args::new();
         args.topology = self.raw;
         args.program = &program;
@@ -214,12 +247,18 @@ impl Topology {
 /// The program PJRT compiles: `stablehlo` as MLIR text. The result points
 /// into `stablehlo` and must not outlive it.
 pub(super) fn mlir_program(stablehlo: &str) -> pjrt_sys::PJRT_Program {
+    mlir_program_bytes(stablehlo.as_bytes())
+}
+
+/// [`mlir_program`] for MLIR text or bytecode; PJRT tells them apart by
+/// the bytecode's magic number.
+fn mlir_program_bytes(code: &[u8]) -> pjrt_sys::PJRT_Program {
     const FORMAT: &str = "mlir";
     let mut program = pjrt_sys::PJRT_Program::new();
     // PJRT_Program's `code` is declared mutable because other calls fill it
     // in; the compile calls only read it.
-    program.code = stablehlo.as_ptr().cast::<c_char>().cast_mut();
-    program.code_size = stablehlo.len();
+    program.code = code.as_ptr().cast::<c_char>().cast_mut();
+    program.code_size = code.len();
     program.format = FORMAT.as_ptr().cast::<c_char>();
     program.format_size = FORMAT.len();
     program
@@ -276,6 +315,24 @@ pub(super) fn compile_options() -> Vec<u8> {
             device_ordinal: -1,
             num_replicas: 1,
             num_partitions: 1,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// Compile options of a whole program: SPMD partitioning is on when the
+/// program has more than one partition, as JAX sets it for a sharded
+/// computation, and done by Shardy when `shardy`.
+fn program_options(replicas: u32, partitions: u32, shardy: bool) -> Vec<u8> {
+    CompileOptionsProto {
+        executable_build_options: Some(ExecutableBuildOptionsProto {
+            device_ordinal: -1,
+            num_replicas: i64::from(replicas.max(1)),
+            num_partitions: i64::from(partitions.max(1)),
+            use_spmd_partitioning: partitions > 1,
+            use_shardy_partitioner: shardy,
             ..Default::default()
         }),
         ..Default::default()

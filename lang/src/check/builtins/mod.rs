@@ -3,6 +3,7 @@
 //! is either an elementwise math op or a function that checks the sorted
 //! arguments and emits IR; the longer ones are in [`rules`].
 
+mod concat;
 mod rules;
 
 use super::builder::Builder;
@@ -163,6 +164,13 @@ pub static BUILTINS: &[Builtin] = &[
     ),
     call!("roll", "(x, shift, axis)", exactly(3), |b, _, a, s| b
         .roll(a, s)),
+    call!(
+        "concatenate",
+        "([a, b, ...], axis=0)",
+        keywords(exactly(1), &["axis"]),
+        |b, _, a, s| b.concatenate(a, s)
+    ),
+    call!("tile", "(x, [reps])", exactly(2), |b, _, a, s| b.tile(a, s)),
     call!(
         "sum",
         "(x, axis=, keepdims=)",

@@ -443,6 +443,21 @@ impl Builder<'_, '_> {
         else {
             return Val::Err;
         };
+        // Mixed float operands are promoted to the wider dtype, as
+        // `jnp.dot(f32, bf16)` computes in f32: the narrower one is cast
+        // first (the cast is an op in the IR, so both backends see it).
+        let (mut x, mut y) = (x, y);
+        let (dx, dy) = (self.ty(x).dtype(), self.ty(y).dtype());
+        if dx != dy && dx.is_float() && dy.is_float() {
+            let wide = if dx.bits() >= dy.bits() { dx } else { dy };
+            let (Val::V(cx), Val::V(cy)) = (
+                self.cast(Val::V(x), wide, a.pos[0].span),
+                self.cast(Val::V(y), wide, a.pos[1].span),
+            ) else {
+                return Val::Err;
+            };
+            (x, y) = (cx, cy);
+        }
         let (tx, ty) = (self.ty(x), self.ty(y));
         if tx.rank() != 2 || ty.rank() != 2 {
             return self.error(
@@ -468,7 +483,11 @@ impl Builder<'_, '_> {
                 )
                 .with(a.pos[0].span, format!("{tx}"))
                 .with(a.pos[1].span, format!("{ty}"))
-                .help("convert one operand with `as`"),
+                .help(format!(
+                    "integer and float operands are not promoted; convert one: `dot(x as {}, y)` or `dot(x, y as {})`",
+                    ty.dtype(),
+                    tx.dtype()
+                )),
             );
         }
         let d = tx.dtype();

@@ -59,6 +59,35 @@ pub(crate) fn transpose<'c>(
     cx.m.tpu_transpose(at, v, &perm, cx.mlir_ty(rt))
 }
 
+/// `Slice`: `vector.extract_strided_slice` with unit strides, as Pallas
+/// lowers a static slice of a traced value (`x[:, :64]`). libtpu accepts
+/// windows that start inside a tile (tests/in/value_slices.pk).
+pub(crate) fn slice<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    a: ir::Value,
+    window: &[(u64, u64)],
+    rt: &ir::Type,
+) -> R<Val<'c>> {
+    let v = cx.val(a)?;
+    let offsets: Vec<i64> = window.iter().map(|(s, _)| *s as i64).collect();
+    let sizes: Vec<i64> = window.iter().map(|(_, n)| *n as i64).collect();
+    cx.m.extract_strided_slice(at, v, &offsets, &sizes, cx.mlir_ty(rt))
+}
+
+/// `Concat`: `tpu.concatenate` along `axis`, as Pallas lowers
+/// `jnp.concatenate` (and `tile`, one per repeated dimension).
+pub(crate) fn concat<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    vs: &[ir::Value],
+    axis: usize,
+    rt: &ir::Type,
+) -> R<Val<'c>> {
+    let vals = vs.iter().map(|v| cx.val(*v)).collect::<R<Vec<_>>>()?;
+    cx.m.tpu_concatenate(at, &vals, axis as i32, cx.mlir_ty(rt))
+}
+
 /// `tpu.iota` along `dim`; a 1-D iota is built as a `(1, n)` one and
 /// reshaped, since Mosaic lays out vectors of rank 2 and more.
 pub(crate) fn iota<'c>(

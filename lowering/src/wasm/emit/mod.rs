@@ -341,6 +341,8 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Broadcast(a) => self.broadcast(*a, res(r)?),
             OpKind::Reshape(a) => self.alias(*a, res(r)?),
             OpKind::Transpose(a, perm) => self.transpose(*a, perm, res(r)?),
+            OpKind::Slice(a, window) => self.slice(*a, window, res(r)?),
+            OpKind::Concat(vs, axis) => self.concat(vs, *axis, res(r)?),
             OpKind::Iota { dim } => self.iota(*dim, res(r)?),
             OpKind::Reduce {
                 op, value, axis, ..

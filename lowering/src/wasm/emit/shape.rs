@@ -172,6 +172,61 @@ impl Em<'_, '_> {
         Ok(())
     }
 
+    /// A static window of a value: the copy loops of a transpose with the
+    /// identity permutation, from the window's first element.
+    pub(super) fn slice(&mut self, a: Value, window: &[(u64, u64)], r: Value) -> Result<(), Error> {
+        let ins = shape(self.f, a);
+        let mut in_strides = vec![1u64; ins.len()];
+        for i in (0..ins.len().saturating_sub(1)).rev() {
+            in_strides[i] = in_strides[i + 1] * ins[i + 1];
+        }
+        let offset: u64 = window
+            .iter()
+            .zip(&in_strides)
+            .map(|((s, _), st)| s * st)
+            .sum();
+        // (extent, source stride) per result dim; size-1 dims are dropped
+        // and a dim merges into the one before when that one is contiguous.
+        let mut dims: Vec<(u64, u64)> = Vec::new();
+        for (&(_, n), &st) in window.iter().zip(&in_strides) {
+            if n == 1 {
+                continue;
+            }
+            match dims.last_mut() {
+                Some(last) if last.1 == st * n => *last = (last.0 * n, st),
+                _ => dims.push((n, st)),
+            }
+        }
+        let (s, o) = self.cursors(a, r);
+        self.fb.add_to(s, (offset * 4) as i32);
+        self.transpose_nest(&dims, s, o);
+        Ok(())
+    }
+
+    /// Operands joined along `axis`: per position of the dimensions before
+    /// it, each operand's contiguous run is copied after the previous one's.
+    pub(super) fn concat(&mut self, vs: &[Value], axis: usize, r: Value) -> Result<(), Error> {
+        let rs = shape(self.f, r);
+        let outer: u64 = rs[..axis].iter().product();
+        let inner: u64 = rs[axis + 1..].iter().product();
+        let row = rs[axis] * inner;
+        let mut off = 0u64;
+        for &v in vs {
+            let chunk = shape(self.f, v)[axis] * inner;
+            let (s, o) = self.cursors(v, r);
+            self.fb.add_to(o, (off * 4) as i32);
+            let c = self.fb.i32l();
+            self.count_loop(c, outer, 1, |em| {
+                em.fb
+                    .copy_lanes(o, s, chunk)
+                    .add_to(s, (chunk * 4) as i32)
+                    .add_to(o, (row * 4) as i32);
+            });
+            off += chunk;
+        }
+        Ok(())
+    }
+
     fn transpose_nest(&mut self, dims: &[(u64, u64)], s: u32, o: u32) {
         let Some((&(n, st), rest)) = dims.split_first() else {
             self.fb.copy_lane(o, s).add_to(o, 4);

@@ -1,0 +1,289 @@
+"""pk kernels as JAX functions.
+
+``pk.jax.kernel(path, **params)`` returns a callable usable inside
+``jax.jit``, ``jax.vmap``, ``jax.shard_map`` and ``jax.export``:
+
+- lowered for TPU (``lowering_platforms=("tpu",)``, ``jax.export`` with
+  ``platforms=("tpu",)``, or a TPU backend), a call is the same
+  ``stablehlo.custom_call @tpu_custom_call`` that ``pkc build`` writes for
+  the kernel and parameters: Mosaic body, operand order, output aliases,
+  cost estimate and scoped VMEM limit. So an exported function that calls
+  pk kernels is what TorchTPU's ``custom_jax_kernel`` registers.
+- lowered for CPU, a call is an XLA FFI custom call (``pk_cpu_kernel``,
+  typed FFI) whose handler, native code in ``pk._pk``, runs the kernel's
+  CPU reference (its WebAssembly, strictly) on XLA's buffers. A model
+  runs on a laptop or in CI with pk's reference numerics, unchanged.
+
+Sizes that the kernel declares as a bare parameter (``a: T[M, K]``) and
+dtypes declared as a dtype parameter are taken from the arguments when not
+given; every new combination of shapes compiles once and is cached. A
+conflict raises ``pk.PkError`` naming the operand and dimension.
+
+``jax.vmap`` of a kernel adds a leading ``parallel`` grid axis over the
+batch, as Pallas batches a ``pallas_call``: the batched operands gain a
+leading dimension with a squeezed block indexed by the new axis, and the
+result is one kernel call (on TPU, one custom call whose grid steps may be
+split across TensorCores). Where the kernel cannot be batched that way (a
+package, no grid, scalar prefetch, a batched operand that is a whole array
+or in HBM, or ``use`` of a sibling module), each batch element is one call,
+in sequence, through ``jax.lax.map`` (on TPU, a loop around the custom
+call).
+
+The CPU lowering refers to kernels compiled in this process, so a module
+lowered for CPU cannot be serialized for use elsewhere; the TPU lowering is
+self-contained.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import dispatch
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax.extend.core import Primitive
+from jax.interpreters import batching
+
+import pk as _pkg
+from . import _pk
+from .errors import PkError
+
+__all__ = ["Kernel", "kernel", "FFI_TARGET"]
+
+#: The name of the FFI target of the CPU lowering.
+FFI_TARGET = "pk_cpu_kernel"
+
+jax.ffi.register_ffi_target(FFI_TARGET, _pk.ffi_handler(), platform="cpu", api_version=1)
+
+_call_p = Primitive("pk_call")
+_call_p.multiple_results = True
+_call_p.def_impl(partial(dispatch.apply_primitive, _call_p))
+
+
+def _abstract_eval(*avals: Any, kernel: _pk.Kernel) -> list[jax.core.ShapedArray]:
+    # Inside shard_map, outputs vary over the mesh axes any input varies
+    # over (the kernel runs on each device's block).
+    vma = frozenset().union(*(getattr(a, "vma", frozenset()) for a in avals))
+    outs = []
+    for _, d, shape in kernel.outputs:
+        try:
+            outs.append(jax.core.ShapedArray(tuple(shape), _pkg.numpy_dtype(d), vma=vma))
+        except TypeError:
+            outs.append(jax.core.ShapedArray(tuple(shape), _pkg.numpy_dtype(d)))
+    return outs
+
+
+_call_p.def_abstract_eval(_abstract_eval)
+
+
+def _cpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Kernel) -> Any:
+    if not kernel.has_cpu_reference:
+        raise PkError(f"error: `{kernel.name}` has no CPU reference, so it cannot run on CPU")
+    aliases = {i: o for i, o in kernel.aliases}
+    rule = jax.ffi.ffi_lowering(FFI_TARGET, operand_output_aliases=aliases or None)
+    return rule(ctx, *args, kernel_id=np.int64(kernel.ffi_id))
+
+
+def _custom_call_of(module: ir.Module) -> ir.Operation:
+    """The ``tpu_custom_call`` op of a module ``pkc build`` wrote."""
+    for func in module.body.operations:
+        for block in func.regions[0].blocks:
+            for op in block.operations:
+                if op.operation.name == "stablehlo.custom_call":
+                    return op.operation
+    raise PkError(f"internal error: no custom call in pk's StableHLO module")
+
+
+def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """An operation's attributes by name."""
+    named = (op.attributes[i] for i in range(len(op.attributes)))
+    return {a.name: a.attr for a in named}
+
+
+def _tpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Kernel) -> Any:
+    # pk's own module for these shapes is parsed into the lowering's
+    # context and its custom call re-emitted on the traced operands, with
+    # every attribute as pkc build wrote it.
+    module = ir.Module.parse(kernel.stablehlo, context=ctx.module_context.context)
+    call = _custom_call_of(module)
+    result_types = [r.type for r in call.results]
+    attributes = _attributes(call)
+    op = ir.Operation.create(
+        "stablehlo.custom_call",
+        results=result_types,
+        operands=list(args),
+        attributes=attributes,
+    )
+    return list(op.results)
+
+
+mlir.register_lowering(_call_p, _cpu_lowering, platform="cpu")
+mlir.register_lowering(_call_p, _tpu_lowering, platform="tpu")
+
+
+_batched_cache: dict[tuple[Any, ...], _pk.Kernel | None] = {}
+_batched_lock = threading.Lock()
+
+
+def _batched_kernel(kernel: _pk.Kernel, flags: tuple[bool, ...], size: int) -> _pk.Kernel | None:
+    key = (kernel, flags, size)
+    with _batched_lock:
+        if key in _batched_cache:
+            return _batched_cache[key]
+    k = kernel.batched(list(flags), size)
+    with _batched_lock:
+        _batched_cache[key] = k
+    return k
+
+
+def _batching_rule(
+    args: Sequence[Any], dims: Sequence[int | None], *, kernel: _pk.Kernel
+) -> tuple[list[Any], list[int]]:
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    moved = [jax.numpy.moveaxis(a, d, 0) if d is not None else a for a, d in zip(args, dims)]
+    flags = tuple(d is not None for d in dims)
+    batched = _batched_kernel(kernel, flags, size)
+    if batched is not None:
+        # The kernel with a leading parallel grid axis over the batch: one
+        # call, the batch's blocks squeezed (see the module doc).
+        return list(_call_p.bind(*moved, kernel=batched)), [0] * len(kernel.outputs)
+
+    # The fallback: one call per batch element, in sequence.
+    def one(xs: list[Any]) -> list[Any]:
+        it = iter(xs)
+        call_args = [next(it) if f else a for a, f in zip(moved, flags)]
+        return _call_p.bind(*call_args, kernel=kernel)
+
+    outs = jax.lax.map(one, [m for m, f in zip(moved, flags) if f])
+    return list(outs), [0] * len(outs)
+
+
+batching.primitive_batchers[_call_p] = _batching_rule
+
+
+class Kernel:
+    """A pk kernel as a JAX function.
+
+    Call it with one array per input operand, in the order the kernel
+    declares them; it returns the output (a tuple for several). Each
+    distinct combination of argument shapes and dtypes specialises and
+    compiles the kernel once.
+
+    Attributes:
+        path: the ``.pk`` file or package directory.
+        name: the kernel's name (``kernel=`` or the file's only kernel).
+        params: the parameters given (``{name: value}``, pk spelling).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        kernel: str | None = None,
+        targets: Sequence[str] = ("v5e",),
+        **params: Any,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.params = {k: _pkg.param_value(v) for k, v in params.items()}
+        self.targets = tuple(targets)
+        self._kernel = kernel
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[Any, ...], _pk.Kernel] = {}
+        self._package: _pk.Kernel | None = None
+        if os.path.isdir(self.path):
+            if self.params:
+                raise _pk.package_params_error(self.path, sorted(self.params))
+            self._package = _pkg.open_package(self.path)
+            self.name = self._package.name
+        else:
+            self.name = kernel or os.path.splitext(os.path.basename(self.path))[0]
+        self.__doc__ = self._describe()
+
+    def _describe(self) -> str:
+        if self._package is not None:
+            k = self._package
+            ins = ", ".join(f"{n}: {d}{list(s)}" for n, d, s in k.inputs)
+            outs = ", ".join(f"{n}: {d}{list(s)}" for n, d, s in k.outputs)
+            return f"pk kernel `{k.name}` (package {self.path}): ({ins}) -> ({outs})"
+        given = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"pk kernel from {self.path} [{given}]; sizes not given come from the arguments"
+
+    def specialise(self, *args: Any) -> _pk.Kernel:
+        """The compiled kernel for arguments of these shapes and dtypes
+        (arrays, or anything with ``shape`` and ``dtype`` such as
+        ``jax.ShapeDtypeStruct``)."""
+        sig = tuple((_pkg.dtype_name(a.dtype), tuple(int(d) for d in a.shape)) for a in args)
+        with self._lock:
+            hit = self._cache.get(sig)
+        if hit is not None:
+            return hit
+        if self._package is not None:
+            k = self._package
+        else:
+            given = list(self.params.items())
+            ps = _pk.infer_params(
+                self.path, self._kernel, given, [(d, list(s)) for d, s in sig]
+            )
+            k = _pk.compile(self.path, self._kernel, ps, list(self.targets))
+        k.check_args([(d, list(s)) for d, s in sig])
+        with self._lock:
+            self._cache.setdefault(sig, k)
+        return k
+
+    def __call__(self, *args: Any) -> Any:
+        arrays = [a if hasattr(a, "shape") and hasattr(a, "dtype") else jax.numpy.asarray(a) for a in args]
+        k = self.specialise(*arrays)
+        outs = _call_p.bind(*arrays, kernel=k)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __repr__(self) -> str:
+        ps = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"pk.jax.kernel({self.path!r}{ps})"
+
+
+def kernel(
+    path: str | os.PathLike[str],
+    *,
+    kernel: str | None = None,
+    targets: Sequence[str] = ("v5e",),
+    **params: Any,
+) -> Kernel:
+    """A pk kernel as a JAX function.
+
+    Args:
+        path: a ``.pk`` file, or a package directory built by ``pkc build``
+            (opened and verified against its manifest; its parameters are
+            fixed).
+        kernel: the kernel to use when the file defines several.
+        targets: the TPU generations the kernel is checked for (their
+            smallest VMEM bounds the scoped VMEM limit, as in ``pkc
+            build``).
+        **params: kernel parameters, such as ``bm=256`` or ``T="bf16"``
+            (``T=jnp.bfloat16`` works too). Sizes and dtypes not given are
+            taken from the arguments where the kernel declares an operand
+            dimension as a bare parameter (``M`` in ``a: T[M, K]``); the
+            others keep their defaults.
+
+    Returns:
+        A callable ``k(*inputs) -> output | tuple[outputs]`` that works
+        under ``jax.jit``, ``jax.vmap``, ``jax.shard_map`` and
+        ``jax.export``: on TPU a Mosaic custom call, on CPU the CPU
+        reference through XLA's FFI.
+
+    Raises:
+        pk.PkError: the source does not compile for these parameters (the
+            rendered diagnostic, with carets), the package is not valid, or
+            the arguments conflict with the kernel (``PK5001``-``PK5004``).
+
+    Example::
+
+        mm = pk.jax.kernel("kernels/matmul.pk", bm=128, bn=128, bk=128)
+        c = jax.jit(mm)(a, b)   # M, N, K and T from a and b
+    """
+    return Kernel(path, kernel=kernel, targets=targets, **params)

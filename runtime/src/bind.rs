@@ -1,0 +1,573 @@
+//! Binding a kernel to the arrays of a call: what a host framework (JAX,
+//! through the `pk` Python package) needs to call a `.pk` kernel like a
+//! function, without the caller spelling out every size.
+//!
+//! [`infer_params`] reads the kernel's header (parsed only, not checked)
+//! and matches each input operand's declared type, `T[M, K]`, against the
+//! dtype and shape of the array passed for it. A dimension written as a bare
+//! integer parameter (`M`) that the caller did not set takes the array's
+//! extent; a dtype written as a dtype parameter (`T`) takes the array's
+//! dtype. Everything else (literal dimensions, parameters the caller set,
+//! dimensions written as expressions) is checked after the kernel is
+//! specialised, by [`check_args`] against the compiled operand shapes.
+//!
+//! Invariants:
+//! 1. Inference never overrides a parameter the caller set: a conflict is
+//!    an error (`PK5003`, `PK5004`) naming the operand and the dimension.
+//! 2. Two operands that name the same parameter must agree on its value.
+//! 3. Whatever the header says, the compiled kernel is the judge: every
+//!    argument is checked against it before the kernel runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use pk_lang::ast::{self, ExprKind, Item, ParamKind};
+use pk_lang::diag::{Diag, Explanation};
+use pk_lang::span::{SourceMap, Span};
+use pk_lang::Failure;
+
+/// The dtype (pk's spelling, `f32`) and shape of one array of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgSig {
+    pub dtype: String,
+    pub shape: Vec<u64>,
+}
+
+/// One input operand of a specialised kernel, as the call sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperandSig {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+}
+
+pub const EXPLANATIONS: &[Explanation] = &[
+    Explanation {
+        code: "PK5001",
+        title: "call-argument-count",
+        what: "A kernel was called with more or fewer arrays than it has inputs.",
+        why: "Each array is bound to one input operand, in the order the kernel declares \
+              them; outputs are returned, never passed.",
+        example: "k = pk.jax.kernel(\"kernels/add.pk\")\n\
+                  k(x)        # error[PK5001]: `add` takes 2 arrays (x, y), 1 given\n\
+                  k(x, y)",
+    },
+    Explanation {
+        code: "PK5002",
+        title: "call-rank",
+        what: "An array passed to a kernel has a different number of dimensions than the \
+               operand it is bound to.",
+        why: "Operands have a fixed rank; pk neither broadcasts nor reshapes arguments. \
+              Use `jax.vmap` for a leading batch dimension.",
+        example: "k(jnp.ones((8, 128, 128)), b)   # error[PK5002]: `a` is 2-D\n\
+                  jax.vmap(k, in_axes=(0, None))(a3, b)",
+    },
+    Explanation {
+        code: "PK5003",
+        title: "call-shape-conflict",
+        what: "A dimension of an array passed to a kernel does not match the operand: it \
+               differs from a parameter the caller set, from the value another array gave the \
+               same parameter, or from the size the kernel fixes.",
+        why: "Sizes written as a bare parameter (`a: T[M, K]`) are taken from the arrays \
+              when not given; every array naming the same parameter must agree.",
+        example: "k(jnp.ones((256, 512)), jnp.ones((256, 128)))\n\
+                  error[PK5003]: dimension 0 of `b` is 256, but `K` is 512 (from dimension 1 of `a`)",
+    },
+    Explanation {
+        code: "PK5004",
+        title: "call-dtype",
+        what: "An array passed to a kernel has a different dtype than the operand it is bound \
+               to.",
+        why: "pk does not convert arguments: a conversion changes the numbers the kernel sees \
+              and the bytes it moves, so it is left to the caller (`x.astype(jnp.bfloat16)`).",
+        example: "k = pk.jax.kernel(\"kernels/softmax.pk\")\n\
+                  k(jnp.ones((128, 128), jnp.bfloat16))   # error[PK5004]: `x` is f32\n\
+                  k(x.astype(jnp.float32))",
+    },
+    Explanation {
+        code: "PK5005",
+        title: "package-parameters",
+        what: "Parameters were given when calling a built package.",
+        why: "A package holds one specialisation, built with its parameters fixed; only the \
+              `.pk` source can be specialised again.",
+        example: "pk.jax.kernel(\"build/matmul\", bm=128)   # error[PK5005]\n\
+                  pk.jax.kernel(\"kernels/matmul.pk\", bm=128)",
+    },
+];
+
+fn explanation(code: &str) -> &'static Explanation {
+    EXPLANATIONS
+        .iter()
+        .find(|e| e.code == code)
+        .unwrap_or(&EXPLANATIONS[0])
+}
+
+/// A value as it is passed to the compiler (`-p NAME=VALUE`).
+type Params = Vec<(String, String)>;
+
+/// Adds to `given` the parameters that the arrays `args` determine for the
+/// kernel `kernel` of `path` (the file's only kernel when `None`). A file
+/// that does not parse, or names no such kernel, is returned unchanged: the
+/// compiler then reports it with its own diagnostics.
+pub fn infer_params(
+    path: &Path,
+    kernel: Option<&str>,
+    given: &[(String, String)],
+    args: &[ArgSig],
+) -> Result<Params, Failure> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(given.to_vec());
+    };
+    let mut sources = SourceMap::new();
+    let file = sources.add(path.to_string_lossy().to_string(), text.as_str());
+    let (module, diags) = pk_lang::parse::parse(file, &text);
+    if diags.iter().any(Diag::is_error) {
+        return Ok(given.to_vec());
+    }
+    let kernels: Vec<&ast::KernelDecl> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Kernel(k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    let decl = match kernel {
+        Some(name) => kernels.iter().find(|k| k.name.name == name).copied(),
+        None if kernels.len() == 1 => Some(kernels[0]),
+        None => None,
+    };
+    let Some(decl) = decl else {
+        return Ok(given.to_vec());
+    };
+    let mut b = Binder {
+        decl,
+        given: given.iter().cloned().collect(),
+        inferred: BTreeMap::new(),
+        diags: Vec::new(),
+    };
+    b.bind(args);
+    if !b.diags.is_empty() {
+        return Err(Failure {
+            diags: b.diags,
+            sources: Arc::new(sources),
+        });
+    }
+    let mut out = given.to_vec();
+    // In declaration order, so the package name and the cache key are
+    // stable.
+    for p in &decl.params {
+        if let Some((v, _)) = b.inferred.get(&p.name.name) {
+            out.push((p.name.name.clone(), v.clone()));
+        }
+    }
+    Ok(out)
+}
+
+struct Binder<'a> {
+    decl: &'a ast::KernelDecl,
+    given: BTreeMap<String, String>,
+    /// Parameter -> (value, where it was read: "dimension 1 of `a`").
+    inferred: BTreeMap<String, (String, String)>,
+    diags: Vec<Diag>,
+}
+
+impl Binder<'_> {
+    fn param_kind(&self, name: &str) -> Option<ParamKind> {
+        self.decl
+            .params
+            .iter()
+            .find(|p| p.name.name == name)
+            .map(|p| p.kind)
+    }
+
+    fn bind(&mut self, args: &[ArgSig]) {
+        let inputs = &self.decl.inputs;
+        if args.len() != inputs.len() {
+            let names: Vec<&str> = inputs.iter().map(|o| o.name.name.as_str()).collect();
+            self.diags.push(
+                Diag::new(
+                    explanation("PK5001"),
+                    format!(
+                        "`{}` takes {} array{} ({}), {} given",
+                        self.decl.name.name,
+                        inputs.len(),
+                        if inputs.len() == 1 { "" } else { "s" },
+                        names.join(", "),
+                        args.len()
+                    ),
+                    self.decl.name.span,
+                )
+                .label("kernel declared here")
+                .help("pass one array per input operand, in order; outputs are returned"),
+            );
+            return;
+        }
+        for (o, a) in inputs.iter().zip(args) {
+            self.bind_dtype(o, a);
+            if o.dims.len() != a.shape.len() {
+                self.diags.push(
+                    Diag::new(
+                        explanation("PK5002"),
+                        format!(
+                            "`{}` is {}-D, but the array passed for it has shape [{}]",
+                            o.name.name,
+                            o.dims.len(),
+                            join(&a.shape)
+                        ),
+                        o.span,
+                    )
+                    .label("operand declared here")
+                    .help("reshape the array, or use jax.vmap for a leading batch dimension"),
+                );
+                continue;
+            }
+            for (d, (e, &n)) in o.dims.iter().zip(&a.shape).enumerate() {
+                self.bind_dim(o, d, e, n);
+            }
+        }
+    }
+
+    fn bind_dtype(&mut self, o: &ast::OperandDecl, a: &ArgSig) {
+        let name = &o.dtype.name;
+        let where_ = format!("the dtype of `{}`", o.name.name);
+        if self.param_kind(name) == Some(ParamKind::Dtype) {
+            self.unify(name, &a.dtype, &where_, o.dtype.span, "PK5004");
+        } else if pk_lang::ir::DType::from_name(name).is_some() && *name != a.dtype {
+            self.diags.push(
+                Diag::new(
+                    explanation("PK5004"),
+                    format!(
+                        "`{}` is {name}, but the array passed for it is {}",
+                        o.name.name, a.dtype
+                    ),
+                    o.dtype.span,
+                )
+                .label(format!("declared {name}"))
+                .help(format!(
+                    "convert the array: `x.astype({})`",
+                    numpy_name(name)
+                )),
+            );
+        }
+    }
+
+    fn bind_dim(&mut self, o: &ast::OperandDecl, d: usize, e: &ast::Expr, n: u64) {
+        let where_ = format!("dimension {d} of `{}`", o.name.name);
+        match &e.kind {
+            ExprKind::Name(p) if p.segments.len() == 1 => {
+                let name = &p.segments[0].name;
+                if self.param_kind(name) == Some(ParamKind::Int) {
+                    self.unify(name, &n.to_string(), &where_, e.span, "PK5003");
+                }
+            }
+            ExprKind::Int(v) if *v != n => self.diags.push(
+                Diag::new(
+                    explanation("PK5003"),
+                    format!("{where_} is {n}, but the kernel fixes it to {v}",),
+                    e.span,
+                )
+                .label(format!("always {v}"))
+                .help("pass an array of the declared shape"),
+            ),
+            _ => {}
+        }
+    }
+
+    /// Gives parameter `name` the value `v` read from `where_`, or reports
+    /// a conflict with the caller's value or an earlier operand's.
+    fn unify(&mut self, name: &str, v: &str, where_: &str, span: Span, code: &str) {
+        let what = if code == "PK5004" { "dtype" } else { "size" };
+        if let Some(g) = self.given.get(name) {
+            // A given value that is an expression (`4 * 128`) is left to
+            // the check after compilation.
+            let plain = g.trim();
+            let comparable = plain.parse::<u64>().is_ok() || code == "PK5004";
+            if comparable && plain != v {
+                self.diags.push(
+                    Diag::new(
+                        explanation(code),
+                        format!("{where_} is {v}, but `{name}` was given as {plain}"),
+                        span,
+                    )
+                    .label(format!("`{name}` = {plain}"))
+                    .help(format!(
+                        "pass an array whose {what} matches, or drop `{name}={plain}` to take it from the arrays"
+                    )),
+                );
+            }
+            return;
+        }
+        match self.inferred.get(name) {
+            Some((prev, from)) if prev != v => {
+                let (prev, from) = (prev.clone(), from.clone());
+                self.diags.push(
+                    Diag::new(
+                        explanation(code),
+                        format!("{where_} is {v}, but `{name}` is {prev} (from {from})"),
+                        span,
+                    )
+                    .label(format!("`{name}` must be the same {what} here"))
+                    .help("every array that names the same parameter must agree on it"),
+                );
+            }
+            Some(_) => {}
+            None => {
+                self.inferred
+                    .insert(name.to_string(), (v.to_string(), where_.to_string()));
+            }
+        }
+    }
+}
+
+/// Checks the arrays of a call against the inputs of the specialised
+/// kernel (after [`infer_params`], for what the header did not decide).
+/// The diagnostics have no source to point into, so they name the kernel.
+pub fn check_args(kernel: &str, inputs: &[OperandSig], args: &[ArgSig]) -> Result<(), Failure> {
+    check_args_diag(kernel, inputs, args).map_err(|d| unlocated(kernel, *d))
+}
+
+fn check_args_diag(kernel: &str, inputs: &[OperandSig], args: &[ArgSig]) -> Result<(), Box<Diag>> {
+    let here = Span::default();
+    if inputs.len() != args.len() {
+        let names: Vec<&str> = inputs.iter().map(|o| o.name.as_str()).collect();
+        return Err(Diag::new(
+            explanation("PK5001"),
+            format!(
+                "`{kernel}` takes {} array{} ({}), {} given",
+                inputs.len(),
+                if inputs.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                args.len()
+            ),
+            here,
+        )
+        .help("pass one array per input operand, in order; outputs are returned")
+        .into());
+    }
+    for (o, a) in inputs.iter().zip(args) {
+        if o.dtype != a.dtype {
+            return Err(Diag::new(
+                explanation("PK5004"),
+                format!(
+                    "`{}` of `{kernel}` is {}, but the array passed for it is {}",
+                    o.name, o.dtype, a.dtype
+                ),
+                here,
+            )
+            .help(format!(
+                "convert the array: `x.astype({})`",
+                numpy_name(&o.dtype)
+            ))
+            .into());
+        }
+        if o.shape.len() != a.shape.len() {
+            return Err(Diag::new(
+                explanation("PK5002"),
+                format!(
+                    "`{}` of `{kernel}` is {}-D ([{}]), but the array passed for it has shape [{}]",
+                    o.name,
+                    o.shape.len(),
+                    join(&o.shape),
+                    join(&a.shape)
+                ),
+                here,
+            )
+            .help("reshape the array, or use jax.vmap for a leading batch dimension")
+            .into());
+        }
+        if let Some(d) = (0..o.shape.len()).find(|&d| o.shape[d] != a.shape[d]) {
+            return Err(Diag::new(
+                explanation("PK5003"),
+                format!(
+                    "dimension {d} of `{}` is {}, but `{kernel}` was built for [{}]",
+                    o.name,
+                    a.shape[d],
+                    join(&o.shape)
+                ),
+                here,
+            )
+            .help("pass an array of the shape the kernel was specialised for")
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The error for parameters passed to a built package.
+pub fn package_params(dir: &str, names: &[String]) -> Failure {
+    let d = Diag::new(
+        explanation("PK5005"),
+        format!(
+            "`{dir}` is a built package; its parameters are fixed, but {} {} given",
+            names.join(", "),
+            if names.len() == 1 { "was" } else { "were" }
+        ),
+        Span::default(),
+    )
+    .help("specialise the .pk source instead, or build another package with `pkc build -p`");
+    unlocated(dir, d)
+}
+
+/// A diagnostic about a call rather than a line of source: it is rendered
+/// against an empty file named after what was called.
+fn unlocated(name: &str, d: Diag) -> Failure {
+    let mut sources = SourceMap::new();
+    sources.add(name, "");
+    Failure {
+        diags: vec![d],
+        sources: Arc::new(sources),
+    }
+}
+
+fn numpy_name(d: &str) -> String {
+    let n = match d {
+        "f32" => "jnp.float32",
+        "bf16" => "jnp.bfloat16",
+        "i32" => "jnp.int32",
+        "i16" => "jnp.int16",
+        "i8" => "jnp.int8",
+        "u8" => "jnp.uint8",
+        "bool" => "jnp.bool_",
+        "f8e4m3fn" => "jnp.float8_e4m3fn",
+        "f8e5m2" => "jnp.float8_e5m2",
+        other => other,
+    };
+    n.to_string()
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The name of the grid axis [`batched_source`] adds.
+pub const BATCH_AXIS: &str = "pk_batch";
+
+/// The source of a batched kernel: `kernel` of `text` (the file's only
+/// kernel when `None`) with a leading dimension of `batch` on the inputs
+/// marked in `batched` and on every output, each with a squeezed block
+/// (`_`) indexed by a new leading `parallel` grid axis, [`BATCH_AXIS`]. Each
+/// step of that axis is one unbatched call, as Pallas batches a kernel.
+///
+/// `None` when the kernel cannot be batched this way: it does not parse,
+/// has scalar-prefetch operands, no grid, or a batched operand that is not
+/// blocked (a whole array, or one left in HBM for DMA).
+pub fn batched_source(
+    text: &str,
+    kernel: Option<&str>,
+    batched: &[bool],
+    batch: u64,
+) -> Option<String> {
+    let mut sources = SourceMap::new();
+    let file = sources.add("batched.pk", text);
+    let (module, diags) = pk_lang::parse::parse(file, text);
+    if diags.iter().any(Diag::is_error) {
+        return None;
+    }
+    let mut kernels = module.items.iter().filter_map(|i| match i {
+        Item::Kernel(k) => Some(k),
+        _ => None,
+    });
+    let decl = match kernel {
+        Some(name) => kernels.find(|k| k.name.name == name)?,
+        None => {
+            let first = kernels.next()?;
+            if kernels.next().is_some() {
+                return None;
+            }
+            first
+        }
+    };
+    if decl.inputs.len() != batched.len() {
+        return None;
+    }
+    let mut edits: Vec<(usize, String)> = Vec::new();
+    let mut grid = None;
+    for c in &decl.clauses {
+        match c {
+            ast::Clause::Prefetch(..) => return None,
+            ast::Clause::Grid(dims, _) => grid = dims.first(),
+            _ => {}
+        }
+    }
+    let first_axis = grid?;
+    edits.push((
+        first_axis.span.start as usize,
+        format!("{BATCH_AXIS} in {batch} parallel, "),
+    ));
+    let operands = decl
+        .inputs
+        .iter()
+        .zip(batched)
+        .filter(|(_, &b)| b)
+        .map(|(o, _)| o)
+        .chain(&decl.outputs);
+    for o in operands {
+        let ast::Placement::Block {
+            dims, index_map, ..
+        } = &o.placement
+        else {
+            return None;
+        };
+        let start = |e: &ast::BlockDim| match e {
+            ast::BlockDim::Squeezed(s) => s.start,
+            ast::BlockDim::Size(e) => e.span.start,
+        };
+        edits.push((o.dims.first()?.span.start as usize, format!("{batch}, ")));
+        edits.push((start(dims.first()?) as usize, "_, ".to_string()));
+        edits.push((
+            index_map.first()?.span.start as usize,
+            format!("{BATCH_AXIS}, "),
+        ));
+    }
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (at, s) in edits {
+        if at > out.len() || !out.is_char_boundary(at) {
+            return None;
+        }
+        out.insert_str(at, &s);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADD: &str = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[M, N] block [bm, N] at (i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[M, N] block [bm, N] at (i, 0)\ngrid (i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
+
+    #[test]
+    fn batching_adds_a_squeezed_leading_dimension_and_grid_axis() {
+        let got = batched_source(ADD, None, &[true, false], 3).expect("batchable");
+        let want = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0)\ngrid (pk_batch in 3 parallel, i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
+        assert_eq!(got, want);
+        // The batched source compiles, with the batch dimension in place.
+        let m = pk_lang::compile_source(
+            "b.pk",
+            &got,
+            &pk_lang::Options {
+                specialise: true,
+                ..Default::default()
+            },
+        )
+        .expect("the batched kernel compiles");
+        let k = &m.kernels[0];
+        let shape: Vec<u64> = k.operands[0].shape.iter().map(|d| d.get()).collect();
+        assert_eq!(shape, [3, 8, 128]);
+        assert_eq!(k.grid.len(), 2);
+    }
+
+    #[test]
+    fn kernels_without_grid_or_with_whole_batched_operands_are_not_batched() {
+        let whole = ADD.replace("x: f32[M, N] block [bm, N] at (i, 0)", "x: f32[M, N]");
+        assert!(batched_source(&whole, None, &[true, true], 2).is_none());
+        assert!(batched_source(&whole, None, &[false, true], 2).is_some());
+        assert!(batched_source(ADD, None, &[true], 2).is_none(), "arity");
+        assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
+    }
+}

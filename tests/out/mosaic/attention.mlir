@@ -1,0 +1,82 @@
+// kernel attention
+module attributes {stable_mosaic.version = 11 : i64} {
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<128x128xf32, #tpu.memory_space<vmem>>, %arg2: memref<512x128xf32, #tpu.memory_space<vmem>>, %arg3: memref<512x128xf32, #tpu.memory_space<vmem>>, %arg4: memref<128x128xf32, #tpu.memory_space<vmem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":16:14)
+    %1 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":16:14)
+    %2 = "stable_mosaic.vector.load"(%arg1, %0, %1) : (memref<128x128xf32, #tpu.memory_space<vmem>>, index, index) -> vector<128x128xf32> loc("kernels/attention.pk":16:14)
+    %3 = "stable_mosaic.arith.constant"() {value = 0.0883883461 : f32} : () -> f32 loc("kernels/attention.pk":16:22)
+    %4 = "stable_mosaic.vector.broadcast"(%3) : (f32) -> vector<128x128xf32> loc("kernels/attention.pk":16:22)
+    %5 = "stable_mosaic.arith.mulf"(%2, %4) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":16:14)
+    %6 = "stable_mosaic.arith.constant"() {value = 0xFF800000 : f32} : () -> f32 loc("kernels/attention.pk":26:55)
+    %7 = "stable_mosaic.vector.broadcast"(%6) : (f32) -> vector<128x1xf32> loc("kernels/attention.pk":26:55)
+    %8 = "stable_mosaic.arith.constant"() {value = 0.000000e+00 : f32} : () -> f32 loc("kernels/attention.pk":26:73)
+    %9 = "stable_mosaic.vector.broadcast"(%8) : (f32) -> vector<128x1xf32> loc("kernels/attention.pk":26:73)
+    %10 = "stable_mosaic.arith.constant"() {value = 0.000000e+00 : f32} : () -> f32 loc("kernels/attention.pk":26:94)
+    %11 = "stable_mosaic.vector.broadcast"(%10) : (f32) -> vector<128x128xf32> loc("kernels/attention.pk":26:94)
+    %12 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/attention.pk":27:14)
+    %13 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/attention.pk":27:17)
+    %14 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/attention.pk":27:5)
+    %15, %16, %17 = "stable_mosaic.scf.for"(%12, %13, %14, %7, %9, %11) ({
+    ^bb0(%arg5: i32, %arg6: vector<128x1xf32>, %arg7: vector<128x1xf32>, %arg8: vector<128x128xf32>):
+      %18 = "stable_mosaic.arith.constant"() {value = 128 : i32} : () -> i32 loc("kernels/attention.pk":19:34)
+      %19 = "stable_mosaic.arith.muli"(%arg5, %18) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("kernels/attention.pk":19:30)
+      %20 = "stable_mosaic.arith.index_cast"(%19) : (i32) -> index loc("kernels/attention.pk":19:25)
+      %21 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":19:25)
+      %22 = "stable_mosaic.vector.load"(%arg2, %20, %21) : (memref<512x128xf32, #tpu.memory_space<vmem>>, index, index) -> vector<128x128xf32> loc("kernels/attention.pk":19:25)
+      %23 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<128x128xf32>} : () -> vector<128x128xf32> loc("kernels/attention.pk":19:17)
+      %24 = "stable_mosaic.tpu.matmul"(%5, %22, %23) {dimension_numbers = #tpu.dot_dimension_numbers<[1], [1], [0], [0], [0, 0, 1, 0], [], []>, transpose_lhs = false, transpose_rhs = false} : (vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":19:17)
+      %25 = "stable_mosaic.arith.constant"() {value = dense<0xFF800000> : vector<128xf32>} : () -> vector<128xf32> loc("kernels/attention.pk":20:32)
+      %26 = "stable_mosaic.vector.multi_reduction"(%24, %25) {kind = #vector.kind<maximumf>, reduction_dims = array<i64: 1>} : (vector<128x128xf32>, vector<128xf32>) -> vector<128xf32> loc("kernels/attention.pk":20:32)
+      %27 = "stable_mosaic.vector.shape_cast"(%26) : (vector<128xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":20:32)
+      %28 = "stable_mosaic.arith.maximumf"(%arg6, %27) {fastmath = #arith.fastmath<none>} : (vector<128x1xf32>, vector<128x1xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":20:21)
+      %29 = "stable_mosaic.vector.broadcast"(%28) : (vector<128x1xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":21:25)
+      %30 = "stable_mosaic.arith.subf"(%24, %29) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":21:21)
+      %31 = "stable_mosaic.math.exp"(%30) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":21:17)
+      %32 = "stable_mosaic.arith.subf"(%arg6, %28) {fastmath = #arith.fastmath<none>} : (vector<128x1xf32>, vector<128x1xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":22:25)
+      %33 = "stable_mosaic.math.exp"(%32) {fastmath = #arith.fastmath<none>} : (vector<128x1xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":22:21)
+      %34 = "stable_mosaic.arith.mulf"(%33, %arg7) {fastmath = #arith.fastmath<none>} : (vector<128x1xf32>, vector<128x1xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":23:21)
+      %35 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<128xf32>} : () -> vector<128xf32> loc("kernels/attention.pk":23:33)
+      %36 = "stable_mosaic.vector.multi_reduction"(%31, %35) {kind = #vector.kind<add>, reduction_dims = array<i64: 1>} : (vector<128x128xf32>, vector<128xf32>) -> vector<128xf32> loc("kernels/attention.pk":23:33)
+      %37 = "stable_mosaic.vector.shape_cast"(%36) : (vector<128xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":23:33)
+      %38 = "stable_mosaic.arith.addf"(%34, %37) {fastmath = #arith.fastmath<none>} : (vector<128x1xf32>, vector<128x1xf32>) -> vector<128x1xf32> loc("kernels/attention.pk":23:21)
+      %39 = "stable_mosaic.vector.broadcast"(%33) : (vector<128x1xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":24:24)
+      %40 = "stable_mosaic.arith.mulf"(%39, %arg8) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":24:24)
+      %41 = "stable_mosaic.arith.constant"() {value = 128 : i32} : () -> i32 loc("kernels/attention.pk":24:54)
+      %42 = "stable_mosaic.arith.muli"(%arg5, %41) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("kernels/attention.pk":24:50)
+      %43 = "stable_mosaic.arith.index_cast"(%42) : (i32) -> index loc("kernels/attention.pk":24:45)
+      %44 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":24:45)
+      %45 = "stable_mosaic.vector.load"(%arg3, %43, %44) : (memref<512x128xf32, #tpu.memory_space<vmem>>, index, index) -> vector<128x128xf32> loc("kernels/attention.pk":24:45)
+      %46 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<128x128xf32>} : () -> vector<128x128xf32> loc("kernels/attention.pk":24:38)
+      %47 = "stable_mosaic.tpu.matmul"(%31, %45, %46) {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, transpose_lhs = false, transpose_rhs = false} : (vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":24:38)
+      %48 = "stable_mosaic.arith.addf"(%40, %47) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":24:24)
+      "stable_mosaic.scf.yield"(%28, %38, %48) : (vector<128x1xf32>, vector<128x1xf32>, vector<128x128xf32>) -> () loc("kernels/attention.pk":27:5)
+    }) : (i32, i32, i32, vector<128x1xf32>, vector<128x1xf32>, vector<128x128xf32>) -> (vector<128x1xf32>, vector<128x1xf32>, vector<128x128xf32>) loc("kernels/attention.pk":27:5)
+    %49 = "stable_mosaic.vector.broadcast"(%16) : (vector<128x1xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":30:19)
+    %50 = "stable_mosaic.arith.divf"(%17, %49) {fastmath = #arith.fastmath<none>} : (vector<128x128xf32>, vector<128x128xf32>) -> vector<128x128xf32> loc("kernels/attention.pk":30:13)
+    %51 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":30:5)
+    %52 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("kernels/attention.pk":30:5)
+    "stable_mosaic.tpu.vector_store"(%50, %arg4, %51, %52) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<128x128xf32>, memref<128x128xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("kernels/attention.pk":30:5)
+    "stable_mosaic.func.return"() : () -> () loc("kernels/attention.pk":6:1)
+  }) {dimension_semantics = [#tpu.dimension_semantics<parallel>], function_type = (i32, memref<128x128xf32, #tpu.memory_space<vmem>>, memref<512x128xf32, #tpu.memory_space<vmem>>, memref<512x128xf32, #tpu.memory_space<vmem>>, memref<128x128xf32, #tpu.memory_space<vmem>>) -> (), iteration_bounds = array<i64: 4>, scalar_prefetch = 0 : i64, scratch_operands = 0 : i64, sym_name = "attention", tpu.core_type = #tpu.core_type<tc>, window_params = [{transform_indices = @transform_0, window_bounds = array<i64: 128, 128>}, {pipeline_mode = #tpu.pipeline_mode<synchronous>, transform_indices = @transform_1, window_bounds = array<i64: 512, 128>}, {pipeline_mode = #tpu.pipeline_mode<synchronous>, transform_indices = @transform_2, window_bounds = array<i64: 512, 128>}, {transform_indices = @transform_3, window_bounds = array<i64: 128, 128>}]} : () -> () loc("kernels/attention.pk":6:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/attention.pk":9:39)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("kernels/attention.pk":6:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_0"} : () -> () loc("kernels/attention.pk":6:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/attention.pk":6:1)
+    "stable_mosaic.func.return"(%0, %0) : (i32, i32) -> () loc("kernels/attention.pk":6:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("kernels/attention.pk":6:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/attention.pk":6:1)
+    "stable_mosaic.func.return"(%0, %0) : (i32, i32) -> () loc("kernels/attention.pk":6:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_2"} : () -> () loc("kernels/attention.pk":6:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("kernels/attention.pk":12:40)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("kernels/attention.pk":6:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_3"} : () -> () loc("kernels/attention.pk":6:1)
+}

@@ -1,0 +1,80 @@
+// kernel tuples
+module attributes {stable_mosaic.version = 11 : i64} {
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<8x512xf32, #tpu.memory_space<vmem>>, %arg2: memref<8x128xf32, #tpu.memory_space<vmem>>, %arg3: memref<8x128xf32, #tpu.memory_space<vmem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":25:16)
+    %1 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":25:16)
+    %2 = "stable_mosaic.vector.load"(%arg1, %0, %1) : (memref<8x512xf32, #tpu.memory_space<vmem>>, index, index) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":25:16)
+    %3 = "stable_mosaic.arith.constant"() {value = 5.000000e-01 : f32} : () -> f32 loc("tests/in/tuples_helpers.pk":12:9)
+    %4 = "stable_mosaic.vector.broadcast"(%3) : (f32) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:9)
+    %5 = "stable_mosaic.arith.mulf"(%2, %4) {fastmath = #arith.fastmath<none>} : (vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:5)
+    %6 = "stable_mosaic.arith.constant"() {value = 0.000000e+00 : f32} : () -> f32 loc("tests/in/tuples_helpers.pk":12:17)
+    %7 = "stable_mosaic.vector.broadcast"(%6) : (f32) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:17)
+    %8 = "stable_mosaic.arith.addf"(%5, %7) {fastmath = #arith.fastmath<none>} : (vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:5)
+    %9 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<8xf32>} : () -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:6)
+    %10 = "stable_mosaic.vector.multi_reduction"(%8, %9) {kind = #vector.kind<add>, reduction_dims = array<i64: 1>} : (vector<8x128xf32>, vector<8xf32>) -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:6)
+    %11 = "stable_mosaic.vector.shape_cast"(%10) : (vector<8xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":7:6)
+    %12 = "stable_mosaic.arith.constant"() {value = dense<0xFF800000> : vector<8xf32>} : () -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:37)
+    %13 = "stable_mosaic.vector.multi_reduction"(%8, %12) {kind = #vector.kind<maximumf>, reduction_dims = array<i64: 1>} : (vector<8x128xf32>, vector<8xf32>) -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:37)
+    %14 = "stable_mosaic.vector.shape_cast"(%13) : (vector<8xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":7:37)
+    %15 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":28:14)
+    %16 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":28:17)
+    %17 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":28:5)
+    %18, %19 = "stable_mosaic.scf.for"(%15, %16, %17, %11, %14) ({
+    ^bb0(%arg4: i32, %arg5: vector<8x1xf32>, %arg6: vector<8x1xf32>):
+      %20 = "stable_mosaic.arith.constant"() {value = 128 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":25:28)
+      %21 = "stable_mosaic.arith.muli"(%arg4, %20) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("tests/in/tuples_helpers.pk":25:24)
+      %22 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":25:16)
+      %23 = "stable_mosaic.arith.index_cast"(%21) : (i32) -> index loc("tests/in/tuples_helpers.pk":25:16)
+      %24 = "stable_mosaic.vector.load"(%arg1, %22, %23) : (memref<8x512xf32, #tpu.memory_space<vmem>>, index, index) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":25:16)
+      %25 = "stable_mosaic.arith.constant"() {value = 5.000000e-01 : f32} : () -> f32 loc("tests/in/tuples_helpers.pk":12:9)
+      %26 = "stable_mosaic.vector.broadcast"(%25) : (f32) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:9)
+      %27 = "stable_mosaic.arith.mulf"(%24, %26) {fastmath = #arith.fastmath<none>} : (vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:5)
+      %28 = "stable_mosaic.arith.constant"() {value = 1.000000e+00 : f32} : () -> f32 loc("tests/in/tuples_helpers.pk":12:17)
+      %29 = "stable_mosaic.vector.broadcast"(%28) : (f32) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:17)
+      %30 = "stable_mosaic.arith.addf"(%27, %29) {fastmath = #arith.fastmath<none>} : (vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":12:5)
+      %31 = "stable_mosaic.arith.constant"() {value = dense<0.000000e+00> : vector<8xf32>} : () -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:6)
+      %32 = "stable_mosaic.vector.multi_reduction"(%30, %31) {kind = #vector.kind<add>, reduction_dims = array<i64: 1>} : (vector<8x128xf32>, vector<8xf32>) -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:6)
+      %33 = "stable_mosaic.vector.shape_cast"(%32) : (vector<8xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":7:6)
+      %34 = "stable_mosaic.arith.constant"() {value = dense<0xFF800000> : vector<8xf32>} : () -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:37)
+      %35 = "stable_mosaic.vector.multi_reduction"(%30, %34) {kind = #vector.kind<maximumf>, reduction_dims = array<i64: 1>} : (vector<8x128xf32>, vector<8xf32>) -> vector<8xf32> loc("tests/in/tuples_helpers.pk":7:37)
+      %36 = "stable_mosaic.vector.shape_cast"(%35) : (vector<8xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":7:37)
+      %37 = "stable_mosaic.arith.addf"(%arg5, %33) {fastmath = #arith.fastmath<none>} : (vector<8x1xf32>, vector<8x1xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":30:25)
+      %38 = "stable_mosaic.arith.maximumf"(%arg6, %36) {fastmath = #arith.fastmath<none>} : (vector<8x1xf32>, vector<8x1xf32>) -> vector<8x1xf32> loc("tests/in/tuples_helpers.pk":30:36)
+      "stable_mosaic.scf.yield"(%37, %38) : (vector<8x1xf32>, vector<8x1xf32>) -> () loc("tests/in/tuples_helpers.pk":28:5)
+    }) : (i32, i32, i32, vector<8x1xf32>, vector<8x1xf32>) -> (vector<8x1xf32>, vector<8x1xf32>) loc("tests/in/tuples_helpers.pk":28:5)
+    %39 = "stable_mosaic.arith.constant"() {value = 2 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":32:25)
+    %40 = "stable_mosaic.arith.remsi"(%arg0, %39) : (i32, i32) -> i32 loc("tests/in/tuples_helpers.pk":32:21)
+    %41 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":32:30)
+    %42 = "stable_mosaic.arith.cmpi"(%40, %41) {predicate = 0 : i64} : (i32, i32) -> i1 loc("tests/in/tuples_helpers.pk":32:21)
+    %43, %44 = "stable_mosaic.scf.if"(%42) ({
+      "stable_mosaic.scf.yield"(%18, %19) : (vector<8x1xf32>, vector<8x1xf32>) -> () loc("tests/in/tuples_helpers.pk":32:18)
+    }, {
+      "stable_mosaic.scf.yield"(%19, %18) : (vector<8x1xf32>, vector<8x1xf32>) -> () loc("tests/in/tuples_helpers.pk":32:18)
+    }) : (i1) -> (vector<8x1xf32>, vector<8x1xf32>) loc("tests/in/tuples_helpers.pk":32:18)
+    %45 = "stable_mosaic.vector.broadcast"(%43) : (vector<8x1xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":33:13)
+    %46 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":33:5)
+    %47 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":33:5)
+    "stable_mosaic.tpu.vector_store"(%45, %arg2, %46, %47) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<8x128xf32>, memref<8x128xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("tests/in/tuples_helpers.pk":33:5)
+    %48 = "stable_mosaic.vector.broadcast"(%44) : (vector<8x1xf32>) -> vector<8x128xf32> loc("tests/in/tuples_helpers.pk":34:13)
+    %49 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":34:5)
+    %50 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/tuples_helpers.pk":34:5)
+    "stable_mosaic.tpu.vector_store"(%48, %arg3, %49, %50) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<8x128xf32>, memref<8x128xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("tests/in/tuples_helpers.pk":34:5)
+    "stable_mosaic.func.return"() : () -> () loc("tests/in/tuples_helpers.pk":15:1)
+  }) {dimension_semantics = [#tpu.dimension_semantics<parallel>], function_type = (i32, memref<8x512xf32, #tpu.memory_space<vmem>>, memref<8x128xf32, #tpu.memory_space<vmem>>, memref<8x128xf32, #tpu.memory_space<vmem>>) -> (), iteration_bounds = array<i64: 4>, scalar_prefetch = 0 : i64, scratch_operands = 0 : i64, sym_name = "tuples", tpu.core_type = #tpu.core_type<tc>, window_params = [{transform_indices = @transform_0, window_bounds = array<i64: 8, 512>}, {transform_indices = @transform_1, window_bounds = array<i64: 8, 128>}, {transform_indices = @transform_2, window_bounds = array<i64: 8, 128>}]} : () -> () loc("tests/in/tuples_helpers.pk":15:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":19:39)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/tuples_helpers.pk":15:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_0"} : () -> () loc("tests/in/tuples_helpers.pk":15:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":20:45)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/tuples_helpers.pk":15:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("tests/in/tuples_helpers.pk":15:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/tuples_helpers.pk":20:87)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/tuples_helpers.pk":15:1)
+  }) {function_type = (i32) -> (i32, i32), sym_name = "transform_2"} : () -> () loc("tests/in/tuples_helpers.pk":15:1)
+}
