@@ -15,8 +15,15 @@ f32 matmul of the same sizes (what a numpy user would run). numpy and pkc
 are measured in alternating rounds, so that the noise of a shared machine
 falls on both.
 
+The attention workload is flash attention forward (kernels/flash.pk),
+causal, B1 H8 S2048 D128 f32, against numpy's dense causal attention and,
+when JAX is installed, jitted jax.numpy of the same (goal: 2x jax.numpy).
+RMSNorm and softmax cross-entropy (kernels/norms.pk, kernels/xent.pk) are
+timed against numpy too. `--only base|layers|attention` runs one group.
+
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
+       [--only base|layers|attention]
 """
 
 import argparse
@@ -42,8 +49,10 @@ def median_time(fn, iters):
     return statistics.median(times)
 
 
-def pkc_bench(pkc, kernel, params, iters, threads):
+def pkc_bench(pkc, kernel, params, iters, threads, entry=None):
     cmd = [pkc, "bench", os.path.join(ROOT, kernel), "--json", "--iters", str(iters)]
+    if entry:
+        cmd += ["-k", entry]
     for p in params:
         cmd += ["-p", p]
     if threads:
@@ -90,6 +99,106 @@ def jax_line(jobs, a):
         print(f"{name:26} jax.numpy on CPU: {t * 1e3:.2f} ms")
 
 
+# Flash attention forward: the configuration the library's goal names.
+ATTN = {"B": 1, "H": 8, "S": 2048, "D": 128}
+
+
+def attention_np(q, k, v, scale):
+    """Dense causal attention in numpy, one head at a time (f32)."""
+    s_len = q.shape[2]
+    mask = np.triu(np.ones((s_len, s_len), dtype=bool), 1)
+    out = np.empty_like(q)
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            s = (q[b, h] @ k[b, h].T) * scale
+            s[mask] = -np.inf
+            out[b, h] = softmax(s) @ v[b, h]
+    return out
+
+
+def attention_jax(q, k, v, scale):
+    """The same in jitted jax.numpy on the CPU, or None without JAX."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    cpu = jax.devices("cpu")[0]
+    qj, kj, vj = (jax.device_put(x, cpu) for x in (q, k, v))
+
+    @jax.jit
+    def attn(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * scale
+        n = q.shape[2]
+        s = jnp.where(jnp.tril(jnp.ones((n, n), dtype=bool)), s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    return lambda: attn(qj, kj, vj).block_until_ready()
+
+
+def attention_rows(a):
+    """Flash attention forward against numpy and jax.numpy, alternating."""
+    b, h, s_len, d = ATTN["B"], ATTN["H"], ATTN["S"], ATTN["D"]
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((b, h, s_len, d)).astype(np.float32) for _ in range(3))
+    scale = 1.0 / np.sqrt(d)
+    params = [f"{n}={x}" for n, x in ATTN.items()] + [f"SK={s_len}", f"KH={h}", "T=f32", "causal=true"]
+    kernel = "kernels/flash.pk"
+    jx = attention_jax(q, k, v, scale)
+    t_np, t_pk, t_jx = [], [], []
+    for _ in range(a.rounds):
+        t_np.append(median_time(lambda: attention_np(q, k, v, scale), max(1, a.iters // 5)))
+        t_pk.append(pkc_bench(a.pkc, kernel, params, a.iters, a.threads, "flash_attention"))
+        if jx:
+            t_jx.append(median_time(jx, a.iters))
+    name = f"flash fwd causal B{b} H{h} S{s_len} D{d} f32"
+    med_pk, min_pk = statistics.median(t_pk), min(t_pk)
+    print(f"{name}: pkc median {med_pk * 1e3:.1f} ms (min {min_pk * 1e3:.1f}), "
+          f"numpy {statistics.median(t_np) * 1e3:.1f} ms "
+          f"(ratio {statistics.median(t_np) / med_pk:.2f})")
+    if jx:
+        ratio = statistics.median(t_jx) / med_pk
+        ok = "ok" if ratio >= 2.0 else "below"
+        print(f"{'':{len(name)}}  jax.numpy {statistics.median(t_jx) * 1e3:.1f} ms "
+              f"(ratio {ratio:.2f}, target 2.0x {ok})")
+    else:
+        print("(jax.numpy not installed: no jax column for attention)")
+
+
+def rms_norm_np(x, w, eps=1e-6):
+    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps) * w
+
+
+def xent_np(logits, labels):
+    m = logits.max(axis=1, keepdims=True)
+    lse = m + np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+    return lse[:, 0] - logits[np.arange(len(labels)), labels]
+
+
+def layer_rows(a):
+    """RMSNorm (4096 x 4096) and cross-entropy (1024 rows, vocabulary 32768),
+    f32, against the same computation in numpy, alternating."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4096, 4096)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, (1, 4096)).astype(np.float32)
+    logits = rng.standard_normal((1024, 32768)).astype(np.float32)
+    labels = rng.integers(0, 32768, 1024)
+    rows = [
+        ("rms_norm f32 4096x4096", lambda: rms_norm_np(x, w), "kernels/norms.pk", "rms_norm",
+         ["R=4096", "C=4096", "br=32", "T=f32"]),
+        ("xent f32 1024x32768", lambda: xent_np(logits, labels), "kernels/xent.pk", "xent",
+         ["N=1024", "V=32768", "bn=64", "bv=2048", "T=f32"]),
+    ]
+    for name, fn, kernel, entry, params in rows:
+        t_np, t_pk = [], []
+        for _ in range(a.rounds):
+            t_np.append(median_time(fn, a.iters))
+            t_pk.append(pkc_bench(a.pkc, kernel, params, a.iters, a.threads, entry))
+        med_np, med_pk = statistics.median(t_np), statistics.median(t_pk)
+        print(f"{name:26} numpy {med_np * 1e3:.2f} ms, pkc median {med_pk * 1e3:.2f} ms "
+              f"(min {min(t_pk) * 1e3:.2f}), ratio {med_np / med_pk:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pkc", default=os.path.join(ROOT, "target", "release", "pkc"))
@@ -97,10 +206,16 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
+    ap.add_argument("--only", choices=["base", "layers", "attention"], help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
-
+    if a.only == "attention":
+        attention_rows(a)
+        return
+    if a.only == "layers":
+        layer_rows(a)
+        return
     rng = np.random.default_rng(0)
     n = 1024
     am = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -167,6 +282,9 @@ def main():
     jax_line(workloads_jax(am, bm, xs), a)
     print(f"(medians of {a.rounds} alternating rounds of {a.iters} calls; numpy has no bf16 matmul,")
     print(" so the bf16 line compares with numpy's f32 matmul of the same size)")
+    if a.only != "base":
+        layer_rows(a)
+        attention_rows(a)
 
 
 if __name__ == "__main__":

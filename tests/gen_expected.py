@@ -16,6 +16,8 @@ import os
 import ml_dtypes
 import numpy as np
 
+from gen import attention, layers
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 RNG = np.random.default_rng(20240611)
@@ -96,6 +98,7 @@ def main():
         softmax_case("softmax_32x1024_one_block", 32, 1024, 32),
         softmax_case("softmax_24x256_wide_range", 24, 256, 8, scale=80.0),
     ]
+    cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

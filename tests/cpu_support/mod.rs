@@ -39,7 +39,19 @@ pub fn try_build(
     params: &[(&str, &str)],
     check_uninit: bool,
 ) -> Result<CpuKernel, Error> {
+    try_build_kernel(file, None, params, check_uninit)
+}
+
+/// Compiles kernel `kernel` of a file (the first one when `None`) for the
+/// CPU reference.
+pub fn try_build_kernel(
+    file: &Path,
+    kernel: Option<&str>,
+    params: &[(&str, &str)],
+    check_uninit: bool,
+) -> Result<CpuKernel, Error> {
     let opts = pk_lang::Options {
+        kernel: kernel.map(str::to_string),
         params: params
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
