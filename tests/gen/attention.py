@@ -73,8 +73,23 @@ def flash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, causal=True, soft_cap=0.
     return case(name, "kernels/flash.pk", "flash_attention", params, inputs, expected, t)
 
 
+def single_head_case(name, s, d, bq, bk):
+    """kernels/attention.pk: one head, no mask, the whole key range in VMEM."""
+    g = rng(name)
+    scale = 1.0 / np.sqrt(d)
+    q, k, v = (as_dtype(g.normal(0.0, 1.0, (s, d)), "f32") for _ in range(3))
+    o, _ = attention_ref(f64(q)[None, None], f64(k)[None, None], f64(v)[None, None],
+                         scale, False, 0.0, None, None)
+    params = {"S": s, "D": d, "bq": bq, "bk": bk, "scale": repr(float(scale))}
+    # f32 as the flash forward: a few ulps of the largest score, 1e-5.
+    t = {"rtol": 1e-5, "atol": 1e-5}
+    return case(name, "kernels/attention.pk", None, params, {"q": q, "k": k, "v": v},
+                {"o": o[0, 0]}, t)
+
+
 def cases():
     return [
+        single_head_case("attention_f32_s256d128_bq64bk128", 256, 128, 64, 128),
         flash_case("flash_f32_causal_b1h2s64d64", "f32", 1, 2, 2, 64, 64, 64, 16, 16),
         flash_case("flash_bf16_causal_gqa_h4kh2_s64d128_bq32bk16", "bf16", 1, 4, 2, 64, 64, 128, 32, 16),
         flash_case("flash_f32_causal_ragged_s56_bq16bk16", "f32", 1, 1, 1, 56, 56, 64, 16, 16,

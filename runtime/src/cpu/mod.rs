@@ -623,6 +623,7 @@ impl CpuKernel {
                     let (sched, grab) = (&sched, &grab);
                     let cpu = (threads as usize <= cpus.len()).then(|| cpus[t as usize]);
                     s.spawn(move || {
+                        ieee_floats();
                         if let Some(c) = cpu {
                             pin_to(c);
                         }
@@ -771,6 +772,31 @@ fn allowed_cpus() -> Vec<usize> {
 
 /// Pins the calling thread to one CPU (best effort: a refusal leaves it
 /// free to move).
+/// Gives this thread IEEE floating point: subnormals are neither flushed
+/// to zero in results nor read as zero. A new thread inherits the control
+/// register of the thread that spawned it, and some hosts run pk from
+/// threads that flush subnormals (XLA's CPU runtime, through the Python
+/// package's FFI handler); the TPU's numerics and WebAssembly's both keep
+/// them, so the workers always do.
+fn ieee_floats() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // MXCSR bits: 15 flush-to-zero, 6 denormals-are-zero.
+        const FTZ_DAZ: u32 = (1 << 15) | (1 << 6);
+        let mut csr: u32 = 0;
+        // SAFETY: stmxcsr/ldmxcsr read and write this thread's SSE control
+        // register through a valid pointer to a local; clearing the two
+        // flush bits keeps every other setting (rounding, exception masks).
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
+            if csr & FTZ_DAZ != 0 {
+                csr &= !FTZ_DAZ;
+                std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack));
+            }
+        }
+    }
+}
+
 fn pin_to(cpu: usize) {
     #[cfg(target_os = "linux")]
     // SAFETY: as above; the call only changes where this thread runs.

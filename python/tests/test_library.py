@@ -1,0 +1,64 @@
+"""Every case of the kernel library's numpy fixtures (tests/data/cases.json,
+made by tests/gen_expected.py) called from JAX on CPU: each output equals
+what `pkc run` writes bit for bit, and numpy's float64 result within the
+case's own tolerances."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pk.jax
+from conftest import KERNELS, ROOT, pkc
+
+CASES = json.loads((ROOT / "tests" / "data" / "cases.json").read_text())
+
+
+def load(path: str) -> np.ndarray:
+    a = np.load(ROOT / path)
+    # bf16 files hold 2-byte opaque elements (numpy has no bfloat16).
+    return a.view(ml_dtypes.bfloat16) if a.dtype.kind == "V" and a.itemsize == 2 else a
+
+
+def test_every_kernel_file_has_a_fixture_case() -> None:
+    files = sorted(p.name for p in KERNELS.glob("*.pk"))
+    covered = {pathlib.Path(c["kernel"]).name for c in CASES}
+    assert [f for f in files if f not in covered] == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_fixture_case_through_jax(case: dict, tmp_path: pathlib.Path) -> None:
+    params = {n: str(v) for n, v in case["params"].items()}
+    entry = case.get("entry")
+    k = pk.jax.kernel(ROOT / case["kernel"], kernel=entry, **params)
+    inputs = [load(p) for p in case["inputs"].values()]
+    got = jax.jit(k)(*inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    outputs = [name for name, _, _ in k.specialise(*inputs).outputs]
+    by_name = dict(zip(outputs, got))
+
+    args = ["run", case["kernel"]]
+    if entry:
+        args += ["-k", entry]
+    for n, v in params.items():
+        args += ["-p", f"{n}={v}"]
+    for n, p in case["inputs"].items():
+        args += ["--in", f"{n}={p}"]
+    for n in case["expected"]:
+        args += ["--out", f"{n}={tmp_path / (n + '.npy')}"]
+    pkc(*args)
+
+    for n, path in case["expected"].items():
+        jax_out = np.asarray(by_name[n])
+        cli_out = load(str(tmp_path / (n + ".npy")))
+        assert jax_out.dtype == cli_out.dtype and jax_out.shape == cli_out.shape, n
+        assert jax_out.tobytes() == cli_out.tobytes(), f"{n}: JAX on CPU differs from pkc run"
+        want = load(path).astype(np.float64)
+        np.testing.assert_allclose(
+            jax_out.astype(np.float64), want, rtol=case["rtol"], atol=case["atol"], err_msg=n
+        )
