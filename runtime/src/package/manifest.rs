@@ -487,4 +487,35 @@ mod tests {
             assert!(!is_safe_path(bad), "{bad}");
         }
     }
+
+    /// Float and bool parameter values read back as what they are: JSON
+    /// `0.5` and `false`, not strings, and `256` still an integer.
+    #[test]
+    fn param_values_of_every_kind_round_trip() {
+        let params = vec![
+            Param {
+                name: "M".into(),
+                value: ParamValueEntry::Int(256),
+            },
+            Param {
+                name: "scale".into(),
+                value: ParamValueEntry::Float(0.5),
+            },
+            Param {
+                name: "causal".into(),
+                value: ParamValueEntry::Bool(false),
+            },
+            Param {
+                name: "T".into(),
+                value: ParamValueEntry::Dtype("bf16".into()),
+            },
+        ];
+        let json = serde_json::to_string(&params).expect("serializes");
+        assert_eq!(
+            json,
+            r#"[{"name":"M","value":256},{"name":"scale","value":0.5},{"name":"causal","value":false},{"name":"T","value":"bf16"}]"#
+        );
+        let back: Vec<Param> = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, params);
+    }
 }
