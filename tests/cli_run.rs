@@ -4,30 +4,13 @@
 
 mod cpu_support;
 
-use cpu_support::{assert_close, root};
+use cpu_support::{assert_close, pkc, root, text};
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{npy, HostArray};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-fn pkc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pkc"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("pkc runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The text with miette's wrapped message lines joined again.
 fn flat(o: &Output) -> String {

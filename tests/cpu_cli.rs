@@ -3,27 +3,9 @@
 
 mod cpu_support;
 
-use cpu_support::{root, ADD};
+use cpu_support::{pkc, root, text, ADD};
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{npy, HostArray};
-use std::process::{Command, Output};
-
-fn pkc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pkc"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("pkc runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[test]
 fn run_writes_outputs_atomically() {

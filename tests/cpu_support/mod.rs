@@ -5,6 +5,7 @@
 
 use pk_runtime::cpu::{CpuKernel, Error, HostArray, RunOptions};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// `pkc` arguments naming the add kernel of the `add_16x256` fixture.
 pub const ADD: [&str; 9] = [
@@ -115,4 +116,23 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64)
         got[worst.1],
         want[worst.1]
     );
+}
+
+/// Runs `pkc` (this build's) from the repository root, with plain output.
+pub fn pkc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pkc"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pkc runs")
+}
+
+/// What a `pkc` run printed, stdout then stderr.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
