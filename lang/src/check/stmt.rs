@@ -599,6 +599,22 @@ impl Builder<'_, '_> {
         Some(x)
     }
 
+    /// Whether a loop may stand here (in a kernel body); reports it if not.
+    pub(super) fn loop_allowed(&mut self, span: Span) -> bool {
+        if self.mode == Mode::Body {
+            return true;
+        }
+        self.error(
+            Diag::new(
+                &codes::NOT_CONSTANT,
+                "loops are only allowed in kernel bodies",
+                span,
+            )
+            .label("not here"),
+        );
+        false
+    }
+
     fn for_loop(
         &mut self,
         var: &ast::Ident,
@@ -608,15 +624,7 @@ impl Builder<'_, '_> {
         body: &Block,
         span: Span,
     ) {
-        if self.mode != Mode::Body {
-            self.error(
-                Diag::new(
-                    &codes::NOT_CONSTANT,
-                    "loops are only allowed in kernel bodies",
-                    span,
-                )
-                .label("not here"),
-            );
+        if !self.loop_allowed(span) {
             return;
         }
         let (lo, hi) = (self.bound(lo), self.bound(hi));

@@ -6,7 +6,7 @@
 //! straight-line code, and a `let mut` assigned in the body is simply
 //! updated from one copy of the body to the next.
 
-use super::builder::{Binding, Builder, Mode};
+use super::builder::{Binding, Builder};
 use super::value::Val;
 use crate::ast::{Block, Expr, Ident};
 use crate::diag::{codes, Diag};
@@ -26,15 +26,7 @@ impl Builder<'_, '_> {
         body: &Block,
         span: Span,
     ) {
-        if self.mode != Mode::Body {
-            self.error(
-                Diag::new(
-                    &codes::NOT_CONSTANT,
-                    "loops are only allowed in kernel bodies",
-                    span,
-                )
-                .label("not here"),
-            );
+        if !self.loop_allowed(span) {
             return;
         }
         let lo_v = self.const_int(lo, "the start of an unrolled loop");

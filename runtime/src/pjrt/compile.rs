@@ -172,15 +172,7 @@ impl Topology {
     pub fn compile(&self, stablehlo: &str) -> Result<CompiledKernel, PjrtError> {
         let started = Instant::now();
         let executable = self.compile_executable(stablehlo)?;
-        let compile_time = started.elapsed();
-        Ok(CompiledKernel {
-            target: self.target,
-            serialized_executable: executable.serialize()?,
-            generated_code_bytes: executable.generated_code_bytes()?,
-            memory_stats: executable.memory_stats().ok(),
-            cost_analysis: executable.cost_analysis().unwrap_or_default(),
-            compile_time,
-        })
+        self.record(&executable, started)
     }
 
     /// Compiles a whole program, such as a model exported by `jax.export`:
@@ -202,19 +194,28 @@ impl Topology {
         let shardy = partitions > 1 && code.windows(4).any(|w| w == b"sdy.");
         let options = program_options(replicas, partitions, shardy);
         let executable = self.compile_with(code, &options)?;
-        let compile_time = started.elapsed();
+        self.record(&executable, started)
+    }
+
+    /// Runs `PJRT_Compile` and returns the executable itself, for callers
+    /// that want to query it further.
+    /// What pk records about a compiled executable (`started` is when its
+    /// compile began).
+    fn record(
+        &self,
+        executable: &Executable,
+        started: Instant,
+    ) -> Result<CompiledKernel, PjrtError> {
         Ok(CompiledKernel {
             target: self.target,
             serialized_executable: executable.serialize()?,
             generated_code_bytes: executable.generated_code_bytes()?,
             memory_stats: executable.memory_stats().ok(),
             cost_analysis: executable.cost_analysis().unwrap_or_default(),
-            compile_time,
+            compile_time: started.elapsed(),
         })
     }
 
-    /// Runs `PJRT_Compile` and returns the executable itself, for callers
-    /// that want to query it further.
     pub fn compile_executable(&self, stablehlo: &str) -> Result<Executable, PjrtError> {
         self.compile_with(stablehlo.as_bytes(), &compile_options())
     }
