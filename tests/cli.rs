@@ -267,6 +267,7 @@ fn explain_list_prints_every_code() {
         .chain(pk_lowering::mosaic::EXPLANATIONS.iter())
         .chain(pk_runtime::package::EXPLANATIONS.iter())
         .chain(pk_runtime::bind::EXPLANATIONS.iter())
+        .chain(pk_runtime::meta::gmm::EXPLANATIONS.iter())
         .map(|e| format!("{}  {}", e.code, e.title))
         .collect();
     want.sort();

@@ -18,6 +18,9 @@ use std::path::Path;
 pub enum NpyType {
     /// float64: read for expected values (`pkc test`), never an operand.
     F8,
+    /// int64: read for integer tables such as group sizes (`pkc meta`),
+    /// never an operand.
+    I8,
     F4,
     I4,
     I2,
@@ -32,7 +35,7 @@ pub enum NpyType {
 impl NpyType {
     fn size(self) -> usize {
         match self {
-            NpyType::F8 => 8,
+            NpyType::F8 | NpyType::I8 => 8,
             NpyType::F4 | NpyType::I4 => 4,
             NpyType::I2 | NpyType::U2 => 2,
             NpyType::I1 | NpyType::U1 | NpyType::B1 => 1,
@@ -43,6 +46,7 @@ impl NpyType {
     pub fn describe(self) -> String {
         match self {
             NpyType::F8 => "float64 (<f8)".into(),
+            NpyType::I8 => "int64 (<i8)".into(),
             NpyType::F4 => "float32 (<f4)".into(),
             NpyType::I4 => "int32 (<i4)".into(),
             NpyType::I2 => "int16 (<i2)".into(),
@@ -102,6 +106,7 @@ fn parse_descr(d: &str) -> Result<(NpyType, bool), String> {
     };
     let ty = match code {
         "f8" => NpyType::F8,
+        "i8" => NpyType::I8,
         "f4" => NpyType::F4,
         "i4" => NpyType::I4,
         "i2" => NpyType::I2,
@@ -243,6 +248,9 @@ pub fn values(a: &NpyArray, hint: DType) -> Vec<f64> {
     match a.ty {
         NpyType::F8 => (0..n)
             .map(|i| f64::from_le_bytes(raw(i).try_into().unwrap_or([0; 8])))
+            .collect(),
+        NpyType::I8 => (0..n)
+            .map(|i| i64::from_le_bytes(raw(i).try_into().unwrap_or([0; 8])) as f64)
             .collect(),
         NpyType::V(_) | NpyType::U2 if hint == DType::BF16 || hint.bits() == 8 => {
             let h = HostArray::new(hint, a.shape.clone(), a.data.clone());

@@ -18,6 +18,7 @@
 //! 3. Every row `r < m` lies in tile `m_tile_ids[t]` of some visit `t` whose
 //!    group owns it.
 
+use crate::cpu::npy::{NpyArray, NpyType};
 use pk_lang::diag::Explanation;
 
 /// The scalar-prefetch operands of `gmm` and `tgmm`, in their order.
@@ -70,8 +71,10 @@ pub enum MetaError {
     #[error("cannot tile {m} rows of {groups} groups by {tm}: {reason}")]
     #[diagnostic(
         code(PK5104),
-        help("m and tm must be positive, there must be at least one group, and \
-              cdiv(m, tm) + groups - 1 must fit in int32")
+        help(
+            "m and tm must be positive, there must be at least one group, and \
+              cdiv(m, tm) + groups - 1 must fit in int32"
+        )
     )]
     BadTiling {
         m: i64,
@@ -166,6 +169,29 @@ pub fn gmm_metadata(
         group_ids,
         m_tile_ids,
         num_tiles: num_tiles as i32,
+    })
+}
+
+/// The group sizes a `.npy` array holds: a 1-D array of int32 or int64
+/// (numpy's default integer).
+pub fn sizes_from_npy(a: &NpyArray) -> Result<Vec<i64>, MetaError> {
+    let ints = matches!(a.ty, NpyType::I4 | NpyType::I8);
+    if !ints || a.shape.len() != 1 {
+        return Err(MetaError::SizesDtype {
+            found: format!("{} of shape {:?}", a.ty.describe(), a.shape),
+        });
+    }
+    // `chunks_exact` yields slices of exactly the width converted.
+    Ok(if a.ty == NpyType::I4 {
+        a.data
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64)
+            .collect()
+    } else {
+        a.data
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     })
 }
 

@@ -103,3 +103,40 @@ fn matches_the_numpy_walk_of_every_fixture() {
     }
     assert!(seen >= 6, "only {seen} gmm cases found");
 }
+
+#[test]
+fn sizes_are_read_from_int32_and_int64_files_only() {
+    let i64s: Vec<u8> = [3i64, 0, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let a = npy::NpyArray {
+        ty: npy::NpyType::I8,
+        shape: vec![3],
+        data: i64s,
+    };
+    assert_eq!(sizes_from_npy(&a).unwrap(), [3, 0, 5]);
+    let i32s: Vec<u8> = [7i32, -2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let a = npy::NpyArray {
+        ty: npy::NpyType::I4,
+        shape: vec![2],
+        data: i32s,
+    };
+    assert_eq!(sizes_from_npy(&a).unwrap(), [7, -2]);
+    let f32s: Vec<u8> = [1.0f32].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let a = npy::NpyArray {
+        ty: npy::NpyType::F4,
+        shape: vec![1],
+        data: f32s,
+    };
+    assert!(matches!(
+        sizes_from_npy(&a),
+        Err(MetaError::SizesDtype { .. })
+    ));
+    let a = npy::NpyArray {
+        ty: npy::NpyType::I4,
+        shape: vec![1, 1],
+        data: vec![0; 4],
+    };
+    assert!(matches!(
+        sizes_from_npy(&a),
+        Err(MetaError::SizesDtype { .. })
+    ));
+}
