@@ -121,10 +121,10 @@ fn bad_group_sizes_are_coded_and_write_nothing() {
     let sizes = dir.path().join("sizes.npy");
     let floats: Vec<u8> = [4.0f32, 4.0].iter().flat_map(|x| x.to_le_bytes()).collect();
     let cases: [(&dyn Fn(), &str, &str); 4] = [
-        (&|| write_i64(&sizes, &[4, -1, 5]), "8", "PK5102"),
-        (&|| write_i64(&sizes, &[20, 70]), "100", "PK5103"),
-        (&|| write_npy(&sizes, "<f4", &floats, 2), "8", "PK5101"),
-        (&|| write_i64(&sizes, &[8]), "8", "PK5104"),
+        (&|| write_i64(&sizes, &[4, -1, 5]), "8", "PK5202"),
+        (&|| write_i64(&sizes, &[20, 70]), "100", "PK5203"),
+        (&|| write_npy(&sizes, "<f4", &floats, 2), "8", "PK5201"),
+        (&|| write_i64(&sizes, &[8]), "8", "PK5204"),
     ];
     for (i, (write, m, want)) in cases.iter().enumerate() {
         write();
@@ -147,7 +147,7 @@ fn bad_group_sizes_are_coded_and_write_nothing() {
         assert_eq!(std::fs::read(&kept).unwrap(), b"an older file");
         assert!(!out.join("num_tiles.npy").exists());
     }
-    let o = pkc(&["explain", "PK5103"]);
+    let o = pkc(&["explain", "PK5203"]);
     assert_eq!(code(&o), 0);
     assert!(common::stdout(&o).contains("gmm-group-sizes-sum"));
 }

@@ -28,9 +28,9 @@ def gmm_metadata(
     m_tile_ids [cdiv(m, tm) + G - 1], num_tiles [1])``, all int32, in the
     order the kernels take them. ``tgmm`` needs ``visit_empty_groups=True``.
 
-    Raises ``PkError``: ``PK5101`` for sizes that are not a 1-D integer
-    array, ``PK5102`` for a negative size, ``PK5103`` when they do not add
-    up to ``m``, ``PK5104`` for a non-positive ``m`` or ``tm`` or no groups.
+    Raises ``PkError``: ``PK5201`` for sizes that are not a 1-D integer
+    array, ``PK5202`` for a negative size, ``PK5203`` when they do not add
+    up to ``m``, ``PK5204`` for a non-positive ``m`` or ``tm`` or no groups.
     """
     a = np.asarray(group_sizes)
     ints = a.dtype in (np.int32, np.int64) and a.ndim == 1

@@ -9,7 +9,7 @@ use pk_runtime::meta::gmm::{self, MetaError};
 /// The tables of `kernels/gmm.pk`: `(group_offsets, group_ids,
 /// m_tile_ids, num_tiles)`. `dtype` and `ndim` describe the numpy array the
 /// sizes came from, so that a float or 2-D array is refused with the same
-/// code (`PK5101`) as a file of them is by `pkc meta gmm`.
+/// code (`PK5201`) as a file of them is by `pkc meta gmm`.
 #[pyfunction]
 #[pyo3(signature = (dtype, ndim, sizes, m, tm, visit_empty_groups = false))]
 pub fn gmm_metadata(

@@ -63,11 +63,11 @@ def test_jnp_builder_under_jit_equals_the_rust_one(
 @pytest.mark.parametrize(
     "sizes, m, tm, code",
     [
-        (np.array([4, -1, 5], np.int32), 8, 8, "PK5102"),
-        (np.array([20, 70], np.int64), 100, 32, "PK5103"),
-        (np.array([4.0, 4.0]), 8, 8, "PK5101"),
-        (np.array([[8]], np.int32), 8, 8, "PK5101"),
-        (np.array([8], np.int32), 8, 0, "PK5104"),
+        (np.array([4, -1, 5], np.int32), 8, 8, "PK5202"),
+        (np.array([20, 70], np.int64), 100, 32, "PK5203"),
+        (np.array([4.0, 4.0]), 8, 8, "PK5201"),
+        (np.array([[8]], np.int32), 8, 8, "PK5201"),
+        (np.array([8], np.int32), 8, 0, "PK5204"),
     ],
 )
 def test_bad_sizes_raise_coded_errors(sizes: np.ndarray, m: int, tm: int, code: str) -> None:

@@ -191,6 +191,39 @@ impl Binder<'_> {
             .map(|p| p.kind)
     }
 
+    /// Whether a declaration's `if COND` is false: a bool parameter, or its
+    /// negation, with the value the call gives or the default. Any other
+    /// condition keeps the declaration, and the compiled kernel's operand
+    /// list judges the call (invariant 3).
+    fn absent(&self, when: Option<&ast::Expr>) -> bool {
+        let Some(mut e) = when else { return false };
+        let mut negated = false;
+        while let ExprKind::Unary(ast::UnOp::Not, inner) = &e.kind {
+            negated = !negated;
+            e = inner;
+        }
+        let ExprKind::Name(p) = &e.kind else {
+            return false;
+        };
+        let [seg] = p.segments.as_slice() else {
+            return false;
+        };
+        let Some(param) = self.decl.params.iter().find(|q| q.name.name == seg.name) else {
+            return false;
+        };
+        if param.kind != ParamKind::Bool {
+            return false;
+        }
+        let value = match self.given.get(&seg.name) {
+            Some(v) => v.trim() == "true",
+            None => match param.default.as_ref().map(|d| &d.kind) {
+                Some(ExprKind::Bool(b)) => *b,
+                _ => return false,
+            },
+        };
+        value == negated
+    }
+
     fn bind(&mut self, args: &[ArgSig]) {
         // A call passes the scalar-prefetch operands first, then the inputs,
         // as the kernel's StableHLO call and CPU reference take them.
@@ -198,19 +231,28 @@ impl Binder<'_> {
             ast::Clause::Prefetch(v, _) => v.as_slice(),
             _ => &[],
         });
+        // A declaration whose `if COND` is false for the call's parameters
+        // is absent from the call (`existing_out ... if ACC` with ACC false).
         let inputs: Vec<Declared> = prefetch
+            .filter(|p| !self.absent(p.when.as_ref()))
             .map(|p| Declared {
                 name: &p.name,
                 dtype: &p.dtype,
                 dims: &p.dims,
                 span: p.span,
             })
-            .chain(self.decl.inputs.iter().map(|o| Declared {
-                name: &o.name,
-                dtype: &o.dtype,
-                dims: &o.dims,
-                span: o.span,
-            }))
+            .chain(
+                self.decl
+                    .inputs
+                    .iter()
+                    .filter(|o| !self.absent(o.when.as_ref()))
+                    .map(|o| Declared {
+                        name: &o.name,
+                        dtype: &o.dtype,
+                        dims: &o.dims,
+                        span: o.span,
+                    }),
+            )
             .collect();
         if args.len() != inputs.len() {
             let names: Vec<&str> = inputs.iter().map(|o| o.name.name.as_str()).collect();
@@ -611,7 +653,12 @@ mod tests {
             dtype: dtype.to_string(),
             shape: shape.to_vec(),
         };
-        let got = infer_params(&path, None, &[], &[sig("i32", &[5]), sig("f32", &[64, 256])]);
+        let got = infer_params(
+            &path,
+            None,
+            &[],
+            &[sig("i32", &[5]), sig("f32", &[64, 256])],
+        );
         assert_eq!(
             got.expect("binds"),
             vec![
@@ -620,5 +667,25 @@ mod tests {
             ]
         );
         assert!(infer_params(&path, None, &[], &[sig("f32", &[64, 256])]).is_err());
+    }
+
+    /// An operand written `if COND` takes an array only where its condition
+    /// holds, by the bool parameter's given value or its default.
+    #[test]
+    fn absent_conditional_operands_take_no_array() {
+        let src = "kernel acc<M = 8, ACC: bool = false>(\n    x: f32[M, 128],\n    prev: f32[M, 128] if ACC,\n    other: f32[M, 128] if !ACC,\n) -> y: f32[M, 128] aliases prev\n{\n    y[..] = x[..];\n}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acc.pk");
+        std::fs::write(&path, src).unwrap();
+        let a = ArgSig {
+            dtype: "f32".to_string(),
+            shape: vec![16, 128],
+        };
+        let two = [a.clone(), a.clone()];
+        let got = infer_params(&path, None, &[], &two).expect("x and other");
+        assert_eq!(got, vec![("M".to_string(), "16".to_string())]);
+        let on = [("ACC".to_string(), "true".to_string())];
+        assert!(infer_params(&path, None, &on, &two).is_ok(), "x and prev");
+        assert!(infer_params(&path, None, &on, &[a.clone(), a.clone(), a]).is_err());
     }
 }

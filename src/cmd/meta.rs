@@ -20,11 +20,11 @@ use std::path::PathBuf;
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     #[command(subcommand)]
-    pub kind: Kind,
+    pub what: What,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Kind {
+pub enum What {
     /// The tile metadata of `kernels/gmm.pk` (`gmm`, `tgmm`) from group sizes.
     Gmm(GmmArgs),
 }
@@ -49,8 +49,8 @@ pub struct GmmArgs {
 }
 
 pub fn run(a: Args) -> u8 {
-    match a.kind {
-        Kind::Gmm(g) => run_gmm(g),
+    match a.what {
+        What::Gmm(g) => run_gmm(g),
     }
 }
 

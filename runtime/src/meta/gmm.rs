@@ -44,33 +44,33 @@ impl GmmMetadata {
     }
 }
 
-/// Why group sizes cannot be turned into metadata. Codes `PK5101..PK5109`.
+/// Why group sizes cannot be turned into metadata. Codes `PK5201..PK5299`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum MetaError {
     #[error("group sizes must be a 1-D array of int32 or int64, not {found}")]
     #[diagnostic(
-        code(PK5101),
+        code(PK5201),
         help("save them as integers: np.save('sizes.npy', np.asarray(sizes, np.int32))")
     )]
     SizesDtype { found: String },
 
     #[error("group {group} has a negative size, {size}")]
     #[diagnostic(
-        code(PK5102),
+        code(PK5202),
         help("group sizes count rows: every one is 0 or more (0 for an empty group)")
     )]
     NegativeSize { group: usize, size: i64 },
 
     #[error("the group sizes add up to {sum}, but m is {m}")]
     #[diagnostic(
-        code(PK5103),
+        code(PK5203),
         help("every row of lhs belongs to one group: pass the sum of the sizes as m, or fix the sizes")
     )]
     SumMismatch { sum: i128, m: i64 },
 
     #[error("cannot tile {m} rows of {groups} groups by {tm}: {reason}")]
     #[diagnostic(
-        code(PK5104),
+        code(PK5204),
         help(
             "m and tm must be positive, there must be at least one group, and \
               cdiv(m, tm) + groups - 1 must fit in int32"
@@ -195,10 +195,10 @@ pub fn sizes_from_npy(a: &NpyArray) -> Result<Vec<i64>, MetaError> {
     })
 }
 
-/// The long form of every `PK51xx` code, for `pkc explain`.
+/// The long form of every `PK52xx` code, for `pkc explain`.
 pub const EXPLANATIONS: &[Explanation] = &[
     Explanation {
-        code: "PK5101",
+        code: "PK5201",
         title: "gmm-group-sizes-dtype",
         what: "The group sizes given to the grouped-matmul metadata builder are not a 1-D \
                array of int32 or int64.",
@@ -209,7 +209,7 @@ pub const EXPLANATIONS: &[Explanation] = &[
                   $ pkc meta gmm --group-sizes sizes.npy --m 8 --tm 8",
     },
     Explanation {
-        code: "PK5102",
+        code: "PK5202",
         title: "gmm-negative-group-size",
         what: "A group size is negative.",
         why: "A group owns a contiguous run of rows; a negative count describes no rows and \
@@ -218,18 +218,18 @@ pub const EXPLANATIONS: &[Explanation] = &[
                   pk.meta.gmm_metadata(np.array([4, 0, 4], np.int32), 8, 8)",
     },
     Explanation {
-        code: "PK5103",
+        code: "PK5203",
         title: "gmm-group-sizes-sum",
         what: "The group sizes do not add up to `m`, the rows of `lhs`.",
         why: "The kernels write each row of the output under the group that owns it; rows \
               outside every group would be left unwritten, and sizes past `m` would read \
               beyond `lhs`.",
         example: "$ pkc meta gmm --group-sizes sizes.npy --m 100 --tm 32   # sizes add up to 90\n\
-                  error[PK5103]: the group sizes add up to 90, but m is 100\n\
+                  error[PK5203]: the group sizes add up to 90, but m is 100\n\
                   $ pkc meta gmm --group-sizes sizes.npy --m 90 --tm 32",
     },
     Explanation {
-        code: "PK5104",
+        code: "PK5204",
         title: "gmm-bad-tiling",
         what: "`m` or `tm` is not positive, there are no groups, or the tables would not fit \
                the kernels' int32 indices.",

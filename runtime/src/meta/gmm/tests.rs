@@ -63,7 +63,7 @@ fn bad_sizes_are_coded_errors() {
         assert!(matches!(e, MetaError::BadTiling { .. }), "{e:?}");
     }
     let codes: Vec<&str> = EXPLANATIONS.iter().map(|e| e.code).collect();
-    assert_eq!(codes, ["PK5101", "PK5102", "PK5103", "PK5104"]);
+    assert_eq!(codes, ["PK5201", "PK5202", "PK5203", "PK5204"]);
 }
 
 fn read_i32(path: &std::path::Path) -> Vec<i32> {
