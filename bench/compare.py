@@ -19,11 +19,12 @@ The attention workload is flash attention forward (kernels/flash.pk),
 causal, B1 H8 S2048 D128 f32, against numpy's dense causal attention and,
 when JAX is installed, jitted jax.numpy of the same (goal: 2x jax.numpy).
 RMSNorm and softmax cross-entropy (kernels/norms.pk, kernels/xent.pk) are
-timed against numpy too. `--only base|layers|attention` runs one group.
+timed against numpy too, and grouped matmul (kernels/gmm.pk) against
+jax.lax.ragged_dot. `--only base|layers|attention|gmm` runs one group.
 
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
-       [--only base|layers|attention]
+       [--only base|layers|attention|gmm]
 """
 
 import argparse
@@ -49,10 +50,12 @@ def median_time(fn, iters):
     return statistics.median(times)
 
 
-def pkc_bench(pkc, kernel, params, iters, threads, entry=None):
+def pkc_bench(pkc, kernel, params, iters, threads, entry=None, inputs=()):
     cmd = [pkc, "bench", os.path.join(ROOT, kernel), "--json", "--iters", str(iters)]
     if entry:
         cmd += ["-k", entry]
+    for i in inputs:
+        cmd += ["--in", i]
     for p in params:
         cmd += ["-p", p]
     if threads:
@@ -199,6 +202,73 @@ def layer_rows(a):
               f"(min {min(t_pk) * 1e3:.2f}), ratio {med_np / med_pk:.2f}")
 
 
+# ---- grouped matmul (kernels/gmm.pk) ---------------------------------------
+
+GMM = {"M": 2048, "K": 1024, "N": 1024, "G": 8, "tm": 256, "tk": 512, "tn": 512}
+
+
+def gmm_rows(a):
+    """Grouped matmul, f32, M2048 K1024 N1024 over 8 groups of uneven sizes
+    (one empty), against jax.lax.ragged_dot (jitted, on the CPU) and a numpy
+    loop of one matmul per group, alternating (goal: at least as fast as
+    ragged_dot). The tile metadata comes from `pkc meta gmm`."""
+    import tempfile
+
+    m, k, n, g = GMM["M"], GMM["K"], GMM["N"], GMM["G"]
+    rng = np.random.default_rng(3)
+    sizes = np.array([300, 0, 512, 100, 356, 200, 300, 280], np.int32)
+    assert sizes.sum() == m and len(sizes) == g
+    lhs = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    rhs = rng.uniform(-1, 1, (g, k, n)).astype(np.float32)
+    tmp = tempfile.mkdtemp(prefix="pk-bench-gmm-")
+    np.save(os.path.join(tmp, "sizes.npy"), sizes)
+    subprocess.run([a.pkc, "meta", "gmm", "--group-sizes", os.path.join(tmp, "sizes.npy"),
+                    "--m", str(m), "--tm", str(GMM["tm"]), "-o", tmp, "-q"], check=True)
+    params = [f"{p}={v}" for p, v in GMM.items()] + ["T=f32", "O=f32"]
+    ins = [f"{t}={os.path.join(tmp, t + '.npy')}"
+           for t in ("group_offsets", "group_ids", "m_tile_ids", "num_tiles")]
+    ends = np.cumsum(sizes)
+
+    def loop():
+        out = np.empty((m, n), np.float32)
+        for i, (lo, hi) in enumerate(zip(ends - sizes, ends)):
+            out[lo:hi] = lhs[lo:hi] @ rhs[i]
+        return out
+
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        jl, jr, js = jnp.asarray(lhs), jnp.asarray(rhs), jnp.asarray(sizes)
+        rd = jax.jit(jax.lax.ragged_dot)
+        rd(jl, jr, js).block_until_ready()
+
+        def ragged():
+            return rd(jl, jr, js).block_until_ready()
+    except ImportError:
+        ragged = None
+    t_np, t_pk, t_rd = [], [], []
+    for _ in range(a.rounds):
+        t_np.append(median_time(loop, a.iters))
+        t_pk.append(pkc_bench(a.pkc, "kernels/gmm.pk", params, a.iters, a.threads, "gmm", ins))
+        if ragged:
+            t_rd.append(median_time(ragged, a.iters))
+    med_pk = statistics.median(t_pk)
+    name = f"gmm f32 M{m} K{k} N{n} G{g}"
+    print(f"{name}: pkc median {med_pk * 1e3:.1f} ms (min {min(t_pk) * 1e3:.1f}), "
+          f"numpy loop {statistics.median(t_np) * 1e3:.1f} ms "
+          f"(ratio {statistics.median(t_np) / med_pk:.2f})")
+    if ragged:
+        ratio = statistics.median(t_rd) / med_pk
+        ok = "ok" if ratio >= 1.0 else "below"
+        print(f"{'':{len(name)}}  jax.lax.ragged_dot {statistics.median(t_rd) * 1e3:.1f} ms "
+              f"(min {min(t_rd) * 1e3:.1f}; ratio {ratio:.2f}, target 1.0x {ok})")
+    else:
+        print("(jax not installed: no ragged_dot column for gmm)")
+
+# ---- end of grouped matmul ---------------------------------------------------
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pkc", default=os.path.join(ROOT, "target", "release", "pkc"))
@@ -206,7 +276,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
-    ap.add_argument("--only", choices=["base", "layers", "attention"], help="run one group of workloads")
+    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm"], help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
@@ -215,6 +285,9 @@ def main():
         return
     if a.only == "layers":
         layer_rows(a)
+        return
+    if a.only == "gmm":
+        gmm_rows(a)
         return
     rng = np.random.default_rng(0)
     n = 1024
@@ -285,6 +358,7 @@ def main():
     if a.only != "base":
         layer_rows(a)
         attention_rows(a)
+        gmm_rows(a)
 
 
 if __name__ == "__main__":

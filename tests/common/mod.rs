@@ -151,3 +151,15 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Kernel files of kernels/ that need a TPU generation's MXU inputs or
+/// dtypes (int8, fp8), with the generations they check and build for; on
+/// the others they fail with a coded diagnostic (tests/kernel_targets.rs).
+pub const GENERATION_SPECIFIC: &[(&str, &[&str])] = &[("qmatmul.pk", &["v5e", "v5p", "v6e"])];
+
+/// Whether `path` is one of [`GENERATION_SPECIFIC`].
+pub fn generation_specific(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    path.parent().and_then(|p| p.file_name()) == Some(std::ffi::OsStr::new("kernels"))
+        && GENERATION_SPECIFIC.iter().any(|(f, _)| *f == name)
+}
