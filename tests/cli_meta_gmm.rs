@@ -111,6 +111,39 @@ fn writes_the_numpy_tables_and_gmm_runs_on_them() {
 }
 
 #[test]
+fn visit_empty_writes_the_tables_tgmm_reads() {
+    let dir = TempDir::new("meta_tgmm");
+    let sizes = dir.path().join("sizes.npy");
+    write_i64(&sizes, &[20, 0, 9, 5, 56]);
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let o = pkc(&[
+        "meta",
+        "gmm",
+        "--group-sizes",
+        &s(&sizes),
+        "--m",
+        "90",
+        "--tm",
+        "32",
+        "--visit-empty",
+        "-o",
+        &s(dir.path()),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let case = common::root().join("tests/data/tgmm_f32_shared3_empty_ragged_k200_n136");
+    let header = |b: &[u8]| 10 + u16::from_le_bytes([b[8], b[9]]) as usize;
+    for name in ["group_offsets", "group_ids", "m_tile_ids", "num_tiles"] {
+        let written = std::fs::read(dir.path().join(format!("{name}.npy"))).unwrap();
+        let numpy = std::fs::read(case.join(format!("{name}.npy"))).unwrap();
+        assert_eq!(
+            written[header(&written)..],
+            numpy[header(&numpy)..],
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn bad_group_sizes_are_coded_and_write_nothing() {
     let dir = TempDir::new("meta_gmm_bad");
     let out = dir.path().join("md");

@@ -6,6 +6,9 @@ use pyo3::prelude::*;
 use crate::adapter::Rendered;
 use pk_runtime::meta::gmm::{self, MetaError};
 
+/// `(group_offsets, group_ids, m_tile_ids, num_tiles)`, as Python gets them.
+type GmmTables = (Vec<i32>, Vec<i32>, Vec<i32>, i32);
+
 /// The tables of `kernels/gmm.pk`: `(group_offsets, group_ids,
 /// m_tile_ids, num_tiles)`. `dtype` and `ndim` describe the numpy array the
 /// sizes came from, so that a float or 2-D array is refused with the same
@@ -20,7 +23,7 @@ pub fn gmm_metadata(
     m: i64,
     tm: i64,
     visit_empty_groups: bool,
-) -> PyResult<(Vec<i32>, Vec<i32>, Vec<i32>, i32)> {
+) -> PyResult<GmmTables> {
     let result = if !matches!(dtype, "int32" | "int64") || ndim != 1 {
         Err(MetaError::SizesDtype {
             found: format!("{dtype} of {ndim} dimensions"),
