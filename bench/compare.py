@@ -20,11 +20,13 @@ causal, B1 H8 S2048 D128 f32, against numpy's dense causal attention and,
 when JAX is installed, jitted jax.numpy of the same (goal: 2x jax.numpy).
 RMSNorm and softmax cross-entropy (kernels/norms.pk, kernels/xent.pk) are
 timed against numpy too, and grouped matmul (kernels/gmm.pk) against
-jax.lax.ragged_dot. `--only base|layers|attention|gmm` runs one group.
+jax.lax.ragged_dot, and the int8 w8a8 matmul (kernels/qmatmul.pk) against
+numpy and jax.numpy. `--only base|layers|attention|gmm|qmatmul` runs one
+group.
 
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
-       [--only base|layers|attention|gmm]
+       [--only base|layers|attention|gmm|qmatmul]
 """
 
 import argparse
@@ -269,6 +271,59 @@ def gmm_rows(a):
 # ---- end of grouped matmul ---------------------------------------------------
 
 
+# ---- quantized matmul (kernels/qmatmul.pk) -----------------------------------
+
+def qmatmul_rows(a):
+    """int8 w8a8 matmul, M512 K2048 N2048, f32 output, against numpy's f32
+    matmul of the dequantized operands (what a numpy user runs) and jitted
+    jax.numpy `int8 x int8 -> int32` then scaled, alternating."""
+    m, k, n = 512, 2048, 2048
+    rng = np.random.default_rng(4)
+    x = rng.integers(-127, 128, (m, k)).astype(np.int8)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    xs = rng.uniform(0.001, 0.02, (m, 1)).astype(np.float32)
+    ws = rng.uniform(0.001, 0.02, (1, n)).astype(np.float32)
+    xf, wf = x.astype(np.float32), w.astype(np.float32)
+
+    def dequant():
+        return (xs * xf) @ (wf * ws)
+
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def q(x, w, xs, ws):
+            acc = jnp.matmul(x, w, preferred_element_type=jnp.int32)
+            return acc.astype(jnp.float32) * xs * ws
+
+        args = [jnp.asarray(v) for v in (x, w, xs, ws)]
+        q(*args).block_until_ready()
+
+        def jq():
+            return q(*args).block_until_ready()
+    except ImportError:
+        jq = None
+    params = [f"M={m}", f"K={k}", f"N={n}", "bm=256", "bn=512", "bk=1024", "O=f32"]
+    t_np, t_pk, t_jx = [], [], []
+    for _ in range(a.rounds):
+        t_np.append(median_time(dequant, a.iters))
+        t_pk.append(pkc_bench(a.pkc, "kernels/qmatmul.pk", params, a.iters, a.threads,
+                              "qmatmul_w8a8"))
+        if jq:
+            t_jx.append(median_time(jq, a.iters))
+    med_pk = statistics.median(t_pk)
+    name = f"qmatmul w8a8 M{m} K{k} N{n}"
+    print(f"{name}: pkc median {med_pk * 1e3:.1f} ms (min {min(t_pk) * 1e3:.1f}), "
+          f"numpy f32 dequantized {statistics.median(t_np) * 1e3:.1f} ms "
+          f"(ratio {statistics.median(t_np) / med_pk:.2f})")
+    if jq:
+        print(f"{'':{len(name)}}  jax.numpy int8 {statistics.median(t_jx) * 1e3:.1f} ms "
+              f"(ratio {statistics.median(t_jx) / med_pk:.2f})")
+
+# ---- end of quantized matmul -------------------------------------------------
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pkc", default=os.path.join(ROOT, "target", "release", "pkc"))
@@ -276,7 +331,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
-    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm"], help="run one group of workloads")
+    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul"], help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
@@ -288,6 +343,9 @@ def main():
         return
     if a.only == "gmm":
         gmm_rows(a)
+        return
+    if a.only == "qmatmul":
+        qmatmul_rows(a)
         return
     rng = np.random.default_rng(0)
     n = 1024
@@ -359,6 +417,7 @@ def main():
         layer_rows(a)
         attention_rows(a)
         gmm_rows(a)
+        qmatmul_rows(a)
 
 
 if __name__ == "__main__":
