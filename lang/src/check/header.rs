@@ -268,6 +268,7 @@ impl<'a> KernelCx<'a> {
         &mut self,
         ck: &mut Checker,
         dims: &[&ast::GridDim],
+        prefetch: &[&ast::PrefetchDecl],
     ) -> (Vec<ir::GridAxis>, Vec<String>) {
         let mut grid = Vec::new();
         let mut ragged = Vec::new();
@@ -277,8 +278,7 @@ impl<'a> KernelCx<'a> {
                 ragged.push(g.name.name.clone());
             }
             let extent = self
-                .constant(ck)
-                .const_dim(&g.extent, "a grid extent")
+                .grid_extent(ck, g, prefetch)
                 .unwrap_or(Dim::Known(1));
             grid.push(ir::GridAxis {
                 name: g.name.name.clone(),
@@ -287,6 +287,8 @@ impl<'a> KernelCx<'a> {
                     ast::Semantics::Parallel => ir::Semantics::Parallel,
                     ast::Semantics::Arbitrary => ir::Semantics::Arbitrary,
                 },
+                // Set by `dynamic_extents` once the operands are known.
+                dynamic: None,
             });
         }
         (grid, ragged)

@@ -10,6 +10,7 @@ mod align;
 mod assert;
 pub mod builder;
 mod builtins;
+mod dyngrid;
 mod header;
 mod optional;
 mod ragged;
@@ -139,9 +140,10 @@ pub fn check_kernel(
         instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
-    let (grid, ragged) = cx.grid(ck, &clauses.grid);
+    let (mut grid, ragged) = cx.grid(ck, &clauses.grid, &clauses.prefetch);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
     let mut operands = cx.operands(ck, &clauses.prefetch, &grid_names);
+    cx.dynamic_extents(ck, &clauses.grid, &mut grid, &operands);
     cx.aliases(ck, &mut operands);
     let scratch = cx.scratch(ck, &clauses.scratch);
     let vmem_limit = cx.vmem_limit(ck, clauses.vmem_limit);
@@ -164,6 +166,15 @@ pub fn check_kernel(
     kernel.body = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
         b.grid_extents = kernel.grid.iter().map(|a| a.extent.clone()).collect();
+        b.grid_dynamic = kernel
+            .grid
+            .iter()
+            .map(|a| {
+                a.dynamic
+                    .as_ref()
+                    .map(|d| (kernel.operands[d.operand].ref_id, d.index.clone()))
+            })
+            .collect();
         b.kernel_body(&decl.body);
         b.finish()
     };

@@ -15,6 +15,7 @@ fn add_call() -> CustomCall {
         aliases: vec![],
         metadata_json: String::new(),
         has_side_effect: false,
+        dynamic_grid: Vec::new(),
     }
 }
 
@@ -182,6 +183,7 @@ fn multiple_results_and_aliases_print_as_jax_does() {
         results: vec![f32_2d(), TensorType::new([], ElemType::I32)],
         aliases: vec![(1, 0)],
         has_side_effect: true,
+        dynamic_grid: Vec::new(),
         ..add_call()
     };
     let text = custom_call_module(&call).unwrap();

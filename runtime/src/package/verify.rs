@@ -131,7 +131,11 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
             abi::Semantics::Parallel => "parallel",
             abi::Semantics::Arbitrary => "arbitrary",
         };
-        if a.name != c.name || a.extent != c.extent || a.semantics != semantics {
+        if a.name != c.name
+            || a.extent != c.extent
+            || a.semantics != semantics
+            || a.dynamic.is_some() != c.dynamic.is_some()
+        {
             return Err(format!(
                 "the CPU reference's grid axis `{} in {} {semantics}` is not the manifest's `{} in {} {}`",
                 c.name, c.extent, a.name, a.extent, a.semantics
