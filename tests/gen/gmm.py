@@ -60,16 +60,15 @@ def gmm_case(name, sizes, m=128, k=256, n=256, tm=32, tk=128, tn=128, dtype="f32
 
 
 def cases():
-    # Row boundaries inside tiles 0 and 1 and an empty middle group: 4 of
-    # the bound's 5 steps. bf16 keeps the (G, K, N) weights small.
+    # Small (K, N) = (128, 128) weights keep the fixtures to tens of KB; the
+    # schedules differ in how many of the bound's steps they run.
+    small = {"k": 128, "n": 128}
     return [
-        gmm_case(
-            "gmm_bf16_sizes_20_0_28",
-            [20, 0, 28],
-            m=48,
-            k=128,
-            n=128,
-            tm=16,
-            dtype="bf16",
-        ),
+        # Row boundaries inside tiles 0 and 1 around an empty middle group:
+        # 4 of the bound's 5 steps.
+        gmm_case("gmm_bf16_sizes_20_0_28", [20, 0, 28], m=48, tm=16, dtype="bf16", **small),
+        # A boundary on a tile edge: one visit per tile, 2 of 3 steps.
+        gmm_case("gmm_f32_sizes_16_16", [16, 16], m=32, tm=16, **small),
+        # Empty first and last groups: 3 of 5 steps, all of group 1.
+        gmm_case("gmm_bf16_sizes_0_48_0", [0, 48, 0], m=48, tm=16, dtype="bf16", **small),
     ]
