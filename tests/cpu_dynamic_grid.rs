@@ -87,3 +87,31 @@ fn a_dynamic_parallel_axis_splits_into_that_many_units() {
         }
     }
 }
+
+/// In an index map, `num_programs` on a dynamic axis is the run-time count:
+/// step `t` of 4 reads block `3 - t`.
+#[test]
+fn num_programs_in_an_index_map_is_the_run_time_count() {
+    let (x, xa) = rows(48);
+    let n = HostArray::from_ints(DType::I32, &[1], &[4]);
+    let y = kernel("reverse").run(vec![n, xa], &threads(1)).expect("runs")[0].to_f32();
+    for t in 0..4 {
+        for e in 0..8 * 128 {
+            assert_eq!(y[t * 1024 + e], x[(3 - t) * 1024 + e], "block {t}");
+        }
+    }
+    assert!(y[4 * 1024..].iter().all(|v| v.is_nan()));
+}
+
+/// `num_programs` in an index map of a static grid is the extent (it used
+/// to evaluate to nothing there, and the map to block 0).
+#[test]
+fn num_programs_in_a_static_index_map_is_the_extent() {
+    let (x, xa) = rows(48);
+    let y = kernel("reverse_static").run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    for t in 0..6 {
+        for e in 0..8 * 128 {
+            assert_eq!(y[t * 1024 + e], x[(5 - t) * 1024 + e], "block {t}");
+        }
+    }
+}

@@ -73,8 +73,9 @@ impl KernelCx<'_> {
     }
 
     /// Resolves each dynamic axis's extent (`n[0]`) to its prefetch element,
-    /// once the operands are known. Errors are PK0335 (a bound on a static
-    /// extent) and PK0336 (anything but one `i32` prefetch element).
+    /// once the prefetch operands are known, and records what
+    /// `num_programs` gives in index maps. Errors are PK0335 (a bound on a
+    /// static extent) and PK0336 (anything but one `i32` prefetch element).
     pub(super) fn dynamic_extents(
         &mut self,
         ck: &mut Checker,
@@ -87,6 +88,14 @@ impl KernelCx<'_> {
                 axis.dynamic = self.dynamic_extent(ck, g, bound, operands);
             }
         }
+        self.grid_extents = grid.iter().map(|a| a.extent.clone()).collect();
+        self.grid_dynamic = grid
+            .iter()
+            .map(|a| {
+                let d = a.dynamic.as_ref()?;
+                Some((operands[d.operand].ref_id, d.index.clone()))
+            })
+            .collect();
     }
 
     fn dynamic_extent(
@@ -153,23 +162,18 @@ impl KernelCx<'_> {
             .enumerate()
             .find(|(_, o)| &o.name == name)
         else {
-            let kind = ck
-                .runtime_names
-                .iter()
-                .find(|(m, ..)| m == name)
-                .map_or("not an operand", |(_, _, k)| *k);
-            ck.error(source(format!("reads `{name}`, which is {kind}")).label("not scalar prefetch"));
+            // Only the prefetch operands exist when dynamic extents are
+            // resolved: any other name is not one.
+            let found = ck.runtime_names.iter().find(|(m, ..)| m == name).cloned();
+            let kind = found.as_ref().map_or("not an operand", |(_, _, k)| *k);
+            let mut d = source(format!("reads `{name}`, which is {kind}")).label("not scalar prefetch");
+            if let Some((_, decl, _)) = found {
+                d = d.with(decl, "declared here; the grid's size must be known before any block is fetched, so only `prefetch (...)` operands may give it");
+            }
+            ck.error(d);
             return None;
         };
-        if o.role != Role::Prefetch {
-            let kind = if o.role == Role::Output { "an output" } else { "an input" };
-            ck.error(
-                source(format!("reads `{name}`, which is {kind}"))
-                    .label("not scalar prefetch")
-                    .with(o.span, "declared here; the grid's size must be known before any block is fetched, so only `prefetch (...)` operands may give it"),
-            );
-            return None;
-        }
+        debug_assert_eq!(o.role, Role::Prefetch);
         if o.dtype != DType::I32 {
             ck.error(
                 source(format!("reads `{name}`, an `{}` array", o.dtype))

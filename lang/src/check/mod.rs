@@ -142,8 +142,12 @@ pub fn check_kernel(
     }
     let (mut grid, ragged) = cx.grid(ck, &clauses.grid, &clauses.prefetch);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
-    let mut operands = cx.operands(ck, &clauses.prefetch, &grid_names);
-    cx.dynamic_extents(ck, &clauses.grid, &mut grid, &operands);
+    let mut operands = cx.operands(
+        ck,
+        &clauses.prefetch,
+        (&clauses.grid, &mut grid),
+        &grid_names,
+    );
     cx.aliases(ck, &mut operands);
     let scratch = cx.scratch(ck, &clauses.scratch);
     let vmem_limit = cx.vmem_limit(ck, clauses.vmem_limit);
@@ -165,16 +169,8 @@ pub fn check_kernel(
     }
     kernel.body = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
-        b.grid_extents = kernel.grid.iter().map(|a| a.extent.clone()).collect();
-        b.grid_dynamic = kernel
-            .grid
-            .iter()
-            .map(|a| {
-                a.dynamic
-                    .as_ref()
-                    .map(|d| (kernel.operands[d.operand].ref_id, d.index.clone()))
-            })
-            .collect();
+        b.grid_extents = cx.grid_extents.clone();
+        b.grid_dynamic = cx.grid_dynamic.clone();
         b.kernel_body(&decl.body);
         b.finish()
     };

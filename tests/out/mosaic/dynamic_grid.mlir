@@ -54,3 +54,31 @@ module attributes {stable_mosaic.version = 11 : i64} {
     "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/dynamic_grid.pk":4:1)
   }) {function_type = (i32, i32, memref<1xi32, #tpu.memory_space<smem>>, memref<2xi32, #tpu.memory_space<smem>>) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("tests/in/dynamic_grid.pk":4:1)
 }
+// kernel reverse
+module attributes {stable_mosaic.version = 11 : i64} {
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<1xi32, #tpu.memory_space<smem>>, %arg2: memref<8x128xf32, #tpu.memory_space<vmem>>, %arg3: memref<8x128xf32, #tpu.memory_space<vmem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/dynamic_grid.pk":29:13)
+    %1 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/dynamic_grid.pk":29:13)
+    %2 = "stable_mosaic.vector.load"(%arg2, %0, %1) : (memref<8x128xf32, #tpu.memory_space<vmem>>, index, index) -> vector<8x128xf32> loc("tests/in/dynamic_grid.pk":29:13)
+    %3 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/dynamic_grid.pk":29:5)
+    %4 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/dynamic_grid.pk":29:5)
+    "stable_mosaic.tpu.vector_store"(%2, %arg3, %3, %4) {add = false, operandSegmentSizes = array<i32: 1, 1, 2, 0>, strides = array<i32>} : (vector<8x128xf32>, memref<8x128xf32, #tpu.memory_space<vmem>>, index, index) -> () loc("tests/in/dynamic_grid.pk":29:5)
+    "stable_mosaic.func.return"() : () -> () loc("tests/in/dynamic_grid.pk":22:1)
+  }) {dimension_semantics = [#tpu.dimension_semantics<arbitrary>], function_type = (i32, memref<1xi32, #tpu.memory_space<smem>>, memref<8x128xf32, #tpu.memory_space<vmem>>, memref<8x128xf32, #tpu.memory_space<vmem>>) -> (), iteration_bounds = array<i64: -9223372036854775808>, scalar_prefetch = 1 : i64, scratch_operands = 0 : i64, sym_name = "reverse", tpu.core_type = #tpu.core_type<tc>, window_params = [{transform_indices = @transform_0, window_bounds = array<i64: 8, 128>}, {transform_indices = @transform_1, window_bounds = array<i64: 8, 128>}]} : () -> () loc("tests/in/dynamic_grid.pk":22:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<1xi32, #tpu.memory_space<smem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : index} : () -> index loc("tests/in/dynamic_grid.pk":24:61)
+    %1 = "stable_mosaic.memref.load"(%arg1, %0) : (memref<1xi32, #tpu.memory_space<smem>>, index) -> i32 loc("tests/in/dynamic_grid.pk":24:61)
+    %2 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("tests/in/dynamic_grid.pk":24:79)
+    %3 = "stable_mosaic.arith.subi"(%1, %2) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("tests/in/dynamic_grid.pk":24:61)
+    %4 = "stable_mosaic.arith.subi"(%3, %arg0) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("tests/in/dynamic_grid.pk":24:61)
+    %5 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/dynamic_grid.pk":24:86)
+    "stable_mosaic.func.return"(%4, %5) : (i32, i32) -> () loc("tests/in/dynamic_grid.pk":22:1)
+  }) {function_type = (i32, memref<1xi32, #tpu.memory_space<smem>>) -> (i32, i32), sym_name = "transform_0"} : () -> () loc("tests/in/dynamic_grid.pk":22:1)
+  "stable_mosaic.func.func"() ({
+  ^bb0(%arg0: i32, %arg1: memref<1xi32, #tpu.memory_space<smem>>):
+    %0 = "stable_mosaic.arith.constant"() {value = 0 : i32} : () -> i32 loc("tests/in/dynamic_grid.pk":25:49)
+    "stable_mosaic.func.return"(%arg0, %0) : (i32, i32) -> () loc("tests/in/dynamic_grid.pk":22:1)
+  }) {function_type = (i32, memref<1xi32, #tpu.memory_space<smem>>) -> (i32, i32), sym_name = "transform_1"} : () -> () loc("tests/in/dynamic_grid.pk":22:1)
+}
