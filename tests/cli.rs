@@ -485,6 +485,12 @@ fn explain_pk1016_uses_the_dma_builtins() {
     let o = pkc(&["explain", "PK1016"]);
     assert_eq!(code(&o), 0);
     let out = stdout(&o);
-    assert!(out.contains("copy_start(") && out.contains("copy_wait("), "{out}");
-    assert!(!out.contains("dma_start") && !out.contains("dma_wait"), "{out}");
+    assert!(
+        out.contains("copy_start(") && out.contains("copy_wait("),
+        "{out}"
+    );
+    assert!(
+        !out.contains("dma_start") && !out.contains("dma_wait"),
+        "{out}"
+    );
 }

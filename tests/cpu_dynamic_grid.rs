@@ -77,7 +77,10 @@ fn a_dynamic_parallel_axis_splits_into_that_many_units() {
     let (x, xa) = rows(48);
     let n = HostArray::from_ints(DType::I32, &[1], &[4]);
     for t in [1, 2] {
-        let y = kernel("rows").run(vec![n.clone(), xa.clone()], &threads(t)).expect("runs")[0].to_f32();
+        let y = kernel("rows")
+            .run(vec![n.clone(), xa.clone()], &threads(t))
+            .expect("runs")[0]
+            .to_f32();
         for (i, v) in y.iter().enumerate() {
             if i < 4 * 8 * 128 {
                 assert_eq!(*v, x[i] + 1.0, "threads={t} element {i}");
@@ -94,7 +97,10 @@ fn a_dynamic_parallel_axis_splits_into_that_many_units() {
 fn num_programs_in_an_index_map_is_the_run_time_count() {
     let (x, xa) = rows(48);
     let n = HostArray::from_ints(DType::I32, &[1], &[4]);
-    let y = kernel("reverse").run(vec![n, xa], &threads(1)).expect("runs")[0].to_f32();
+    let y = kernel("reverse")
+        .run(vec![n, xa], &threads(1))
+        .expect("runs")[0]
+        .to_f32();
     for t in 0..4 {
         for e in 0..8 * 128 {
             assert_eq!(y[t * 1024 + e], x[(3 - t) * 1024 + e], "block {t}");
@@ -108,7 +114,10 @@ fn num_programs_in_an_index_map_is_the_run_time_count() {
 #[test]
 fn num_programs_in_a_static_index_map_is_the_extent() {
     let (x, xa) = rows(48);
-    let y = kernel("reverse_static").run(vec![xa], &threads(1)).expect("runs")[0].to_f32();
+    let y = kernel("reverse_static")
+        .run(vec![xa], &threads(1))
+        .expect("runs")[0]
+        .to_f32();
     for t in 0..6 {
         for e in 0..8 * 128 {
             assert_eq!(y[t * 1024 + e], x[(5 - t) * 1024 + e], "block {t}");

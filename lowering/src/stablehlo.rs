@@ -273,9 +273,8 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
 /// `%boundK`: element `b.index` of operand `b.operand` as a `tensor<i32>`,
 /// a one-element `stablehlo.slice` reshaped to rank 0.
 fn write_bound(out: &mut String, k: usize, b: &DynamicBound, t: &TensorType) {
-    let list = |v: &mut dyn Iterator<Item = i64>| {
-        v.map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
-    };
+    let list =
+        |v: &mut dyn Iterator<Item = i64>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
     let one = TensorType::new(vec![1; t.shape.len()], t.dtype);
     let _ = writeln!(
         out,

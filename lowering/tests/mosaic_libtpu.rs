@@ -585,6 +585,9 @@ grid (u in m[0] <= 2 parallel, t in n[1] <= G arbitrary)
         }
         let e = plugin.compile(t, &without).expect_err("no leading bounds");
         assert!(e.to_string().contains("window_params"), "{target:?}: {e}");
-        assert!(plugin.compile(t, &unshifted).is_err(), "{target:?}: unshifted alias");
+        assert!(
+            plugin.compile(t, &unshifted).is_err(),
+            "{target:?}: unshifted alias"
+        );
     }
 }

@@ -614,11 +614,28 @@ mod tests {
             dtype: dtype.to_string(),
             shape: shape.to_vec(),
         };
-        let got = infer_params(&path, None, &[], &[sig("i32", &[3]), sig("f32", &[64, 128])])
-            .expect("binds");
-        assert_eq!(got, [("G".to_string(), "3".to_string()), ("R".to_string(), "64".to_string())]);
+        let got = infer_params(
+            &path,
+            None,
+            &[],
+            &[sig("i32", &[3]), sig("f32", &[64, 128])],
+        )
+        .expect("binds");
+        assert_eq!(
+            got,
+            [
+                ("G".to_string(), "3".to_string()),
+                ("R".to_string(), "64".to_string())
+            ]
+        );
         // The input alone is one array short.
         let e = infer_params(&path, None, &[], &[sig("f32", &[64, 128])]).expect_err("count");
-        assert!(e.diags[0].message.contains("takes 2 arrays (n, x), 1 given"), "{}", e.diags[0].message);
+        assert!(
+            e.diags[0]
+                .message
+                .contains("takes 2 arrays (n, x), 1 given"),
+            "{}",
+            e.diags[0].message
+        );
     }
 }

@@ -137,7 +137,9 @@ impl KernelCx<'_> {
             ExprKind::Index(base, idx) => match &base.kind {
                 ExprKind::Name(p) if p.segments.len() == 1 => (&p.segments[0].name, idx),
                 _ => {
-                    ck.error(source("must index a scalar-prefetch operand by name".into()));
+                    ck.error(source(
+                        "must index a scalar-prefetch operand by name".into(),
+                    ));
                     return None;
                 }
             },
@@ -157,16 +159,13 @@ impl KernelCx<'_> {
                 return None;
             }
         };
-        let Some((i, o)) = operands
-            .iter()
-            .enumerate()
-            .find(|(_, o)| &o.name == name)
-        else {
+        let Some((i, o)) = operands.iter().enumerate().find(|(_, o)| &o.name == name) else {
             // Only the prefetch operands exist when dynamic extents are
             // resolved: any other name is not one.
             let found = ck.runtime_names.iter().find(|(m, ..)| m == name).cloned();
             let kind = found.as_ref().map_or("not an operand", |(_, _, k)| *k);
-            let mut d = source(format!("reads `{name}`, which is {kind}")).label("not scalar prefetch");
+            let mut d =
+                source(format!("reads `{name}`, which is {kind}")).label("not scalar prefetch");
             if let Some((_, decl, _)) = found {
                 d = d.with(decl, "declared here; the grid's size must be known before any block is fetched, so only `prefetch (...)` operands may give it");
             }
@@ -201,7 +200,9 @@ impl KernelCx<'_> {
         }
         let mut index = Vec::new();
         for (e, d) in scalars.iter().zip(&o.shape) {
-            let v = self.constant(ck).const_int(e, "an index of a dynamic grid extent")?;
+            let v = self
+                .constant(ck)
+                .const_int(e, "an index of a dynamic grid extent")?;
             if let Some(n) = d.known() {
                 if v < 0 || v >= n {
                     ck.error(

@@ -284,9 +284,7 @@ impl<'a> KernelCx<'a> {
             if super::ragged::is_cdiv(&g.extent) {
                 ragged.push(g.name.name.clone());
             }
-            let extent = self
-                .grid_extent(ck, g, prefetch)
-                .unwrap_or(Dim::Known(1));
+            let extent = self.grid_extent(ck, g, prefetch).unwrap_or(Dim::Known(1));
             grid.push(ir::GridAxis {
                 name: g.name.name.clone(),
                 extent,

@@ -649,19 +649,27 @@ impl Ctx<'_> {
 /// scalar-prefetch operand.
 fn dynamic_extent(k: &Kernel, d: &crate::ir::DynamicExtent) -> Result<()> {
     let Some(o) = k.operands.get(d.operand) else {
-        return err(k.span, format!("dynamic grid extent names missing operand {}", d.operand));
+        return err(
+            k.span,
+            format!("dynamic grid extent names missing operand {}", d.operand),
+        );
     };
     if o.role != crate::ir::Role::Prefetch || o.dtype != DType::I32 {
-        return err(o.span, "a dynamic grid extent reads an operand that is not i32 prefetch");
+        return err(
+            o.span,
+            "a dynamic grid extent reads an operand that is not i32 prefetch",
+        );
     }
     let in_range = d.index.len() == o.shape.len()
-        && d
-            .index
+        && d.index
             .iter()
             .zip(&o.shape)
             .all(|(&i, n)| n.known().is_none_or(|n| (i as i64) < n));
     if !in_range {
-        return err(o.span, "a dynamic grid extent's index is not one element of its operand");
+        return err(
+            o.span,
+            "a dynamic grid extent's index is not one element of its operand",
+        );
     }
     Ok(())
 }

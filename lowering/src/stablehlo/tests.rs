@@ -310,14 +310,27 @@ fn dynamic_grid_bounds_lead_the_operands() {
     assert!(text.contains(
         "operand_layouts = [dense<> : tensor<0xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]"
     ));
-    assert!(text.contains(": (tensor<i32>, tensor<2x3xi32>, tensor<512x128xf32>) -> tensor<512x128xf32>"));
+    assert!(text
+        .contains(": (tensor<i32>, tensor<2x3xi32>, tensor<512x128xf32>) -> tensor<512x128xf32>"));
     assert!(text.contains("operand_index = 2, operand_tuple_indices = []"));
     // A bound must be one element of an i32 operand.
     for bad in [
-        DynamicBound { operand: 1, index: vec![0, 0] },
-        DynamicBound { operand: 0, index: vec![2, 0] },
-        DynamicBound { operand: 0, index: vec![0] },
-        DynamicBound { operand: 5, index: vec![0, 0] },
+        DynamicBound {
+            operand: 1,
+            index: vec![0, 0],
+        },
+        DynamicBound {
+            operand: 0,
+            index: vec![2, 0],
+        },
+        DynamicBound {
+            operand: 0,
+            index: vec![0],
+        },
+        DynamicBound {
+            operand: 5,
+            index: vec![0, 0],
+        },
     ] {
         let call = CustomCall {
             dynamic_grid: vec![bad],
