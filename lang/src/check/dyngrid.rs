@@ -19,7 +19,7 @@ use crate::ast::{self, Expr, ExprKind};
 use crate::diag::{codes, Diag};
 use crate::ir::{self, DType, Dim, Role};
 
-/// The names of the scalar-prefetch operands an expression reads.
+/// The first scalar-prefetch operand an expression reads, if any.
 fn prefetch_read<'p>(e: &Expr, prefetch: &'p [&ast::PrefetchDecl]) -> Option<&'p ast::Ident> {
     let mut found = None;
     super::ragged::names(e, &mut |n| {
