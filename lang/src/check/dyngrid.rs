@@ -163,12 +163,20 @@ impl KernelCx<'_> {
             // Only the prefetch operands exist when dynamic extents are
             // resolved: any other name is not one.
             let found = ck.runtime_names.iter().find(|(m, ..)| m == name).cloned();
-            let kind = found.as_ref().map_or("not an operand", |(_, _, k)| *k);
-            let mut d =
-                source(format!("reads `{name}`, which is {kind}")).label("not scalar prefetch");
-            if let Some((_, decl, _)) = found {
-                d = d.with(decl, "declared here; the grid's size must be known before any block is fetched, so only `prefetch (...)` operands may give it");
-            }
+            let d = match found {
+                // A prefetch operand that is not among the operands is one
+                // whose `if COND` is false here.
+                Some((_, decl, kind)) if kind == "a scalar-prefetch operand" => {
+                    source(format!("reads `{name}`, which is absent in this specialisation"))
+                        .label("no such operand for these parameters")
+                        .with(decl, "declared with a condition that is false here")
+                }
+                Some((_, decl, kind)) => source(format!("reads `{name}`, which is {kind}"))
+                    .label("not scalar prefetch")
+                    .with(decl, "declared here; the grid's size must be known before any block is fetched, so only `prefetch (...)` operands may give it"),
+                None => source(format!("reads `{name}`, which is not an operand"))
+                    .label("not scalar prefetch"),
+            };
             ck.error(d);
             return None;
         };
