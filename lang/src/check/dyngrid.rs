@@ -166,7 +166,7 @@ impl KernelCx<'_> {
             let d = match found {
                 // A prefetch operand that is not among the operands is one
                 // whose `if COND` is false here.
-                Some((_, decl, kind)) if kind == "a scalar-prefetch operand" => {
+                Some((_, decl, "a scalar-prefetch operand")) => {
                     source(format!("reads `{name}`, which is absent in this specialisation"))
                         .label("no such operand for these parameters")
                         .with(decl, "declared with a condition that is false here")
