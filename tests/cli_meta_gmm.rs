@@ -28,14 +28,14 @@ fn write_i64(path: &Path, v: &[i64]) {
 }
 
 /// The case of tests/data/cases.json that `pkc meta` output is tried on:
-/// group sizes [20, 0, 9, 5, 56], 90 rows in tiles of 32.
-const CASE: &str = "tests/data/gmm_f32_shared3_empty_ragged_k300_n200";
+/// group sizes [20, 0, 9, 5, 62], 96 rows in tiles of 32.
+const CASE: &str = "tests/data/gmm_f32_shared3_empty_k300_n200";
 
 #[test]
 fn writes_the_numpy_tables_and_gmm_runs_on_them() {
     let dir = TempDir::new("meta_gmm");
     let sizes = dir.path().join("sizes.npy");
-    write_i64(&sizes, &[20, 0, 9, 5, 56]);
+    write_i64(&sizes, &[20, 0, 9, 5, 62]);
     let out = dir.path().join("md");
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let o = pkc(&[
@@ -44,7 +44,7 @@ fn writes_the_numpy_tables_and_gmm_runs_on_them() {
         "--group-sizes",
         &s(&sizes),
         "--m",
-        "90",
+        "96",
         "--tm",
         "32",
         "-o",
@@ -71,7 +71,7 @@ fn writes_the_numpy_tables_and_gmm_runs_on_them() {
         "-k",
         "gmm",
         "-p",
-        "M=90",
+        "M=96",
         "-p",
         "K=300",
         "-p",
@@ -114,7 +114,7 @@ fn writes_the_numpy_tables_and_gmm_runs_on_them() {
 fn visit_empty_writes_the_tables_tgmm_reads() {
     let dir = TempDir::new("meta_tgmm");
     let sizes = dir.path().join("sizes.npy");
-    write_i64(&sizes, &[20, 0, 9, 5, 56]);
+    write_i64(&sizes, &[20, 0, 9, 5, 62]);
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let o = pkc(&[
         "meta",
@@ -122,7 +122,7 @@ fn visit_empty_writes_the_tables_tgmm_reads() {
         "--group-sizes",
         &s(&sizes),
         "--m",
-        "90",
+        "96",
         "--tm",
         "32",
         "--visit-empty",
@@ -130,7 +130,7 @@ fn visit_empty_writes_the_tables_tgmm_reads() {
         &s(dir.path()),
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let case = common::root().join("tests/data/tgmm_f32_shared3_empty_ragged_k200_n136");
+    let case = common::root().join("tests/data/tgmm_f32_shared3_empty_k200_n136");
     let header = |b: &[u8]| 10 + u16::from_le_bytes([b[8], b[9]]) as usize;
     for name in ["group_offsets", "group_ids", "m_tile_ids", "num_tiles"] {
         let written = std::fs::read(dir.path().join(format!("{name}.npy"))).unwrap();

@@ -34,7 +34,7 @@ def metadata(sizes, m, tm, visit_empty=False):
             gids.append(g)
             mids.append(tile)
     num = len(gids)
-    assert num <= bound
+    assert 0 < num <= bound
     gids += [gids[-1]] * (bound - num)
     mids += [mids[-1]] * (bound - num)
     i32 = lambda x: np.asarray(x, dtype=np.int32)
@@ -44,6 +44,12 @@ def metadata(sizes, m, tm, visit_empty=False):
         "m_tile_ids": i32(mids),
         "num_tiles": i32([num]),
     }
+
+
+def schedule(sizes, m, tm):
+    """The four prefetch arrays of `gmm`, in call order."""
+    md = metadata(sizes, m, tm)
+    return md["group_offsets"], md["group_ids"], md["m_tile_ids"], md["num_tiles"]
 
 
 def gmm_ref(lhs, rhs, sizes, transpose_rhs):
@@ -127,21 +133,24 @@ def tgmm_case(name, dtype, sizes, k, n, tm, tk, tn, acc=False, out_dtype="f32"):
 
 # Group sizes of the cases. SHARED: rows 0..31 (the first tile of 32) hold
 # groups 0, 2 and 3 (20, 9 and 3 of 5 rows), group 1 is empty, group 3 is
-# smaller than a tile, and 90 rows leave the last tile ragged.
-SHARED = [20, 0, 9, 5, 56]
+# smaller than a tile, and group 4 spans a tile boundary (96 rows).
+SHARED = [20, 0, 9, 5, 62]
 # Empty groups first and last, and an empty group on a tile boundary.
 EDGES = [0, 32, 0, 30, 2, 0]
 
 
 def cases():
     return [
-        gmm_case("gmm_f32_shared3_empty_ragged_k300_n200", "f32", SHARED, 300, 200, 32, 128, 128),
+        gmm_case("gmm_f32_shared3_empty_k300_n200", "f32", SHARED, 300, 200, 32, 128, 128),
         gmm_case("gmm_bf16_transpose_rhs_acc_edges", "bf16", EDGES, 256, 128, 16, 128, 128,
                  transpose_rhs=True, acc=True),
         gmm_case("gmm_bf16_out_bf16_one_group", "bf16", [0, 48, 0], 128, 256, 16, 128, 128,
                  out_dtype="bf16"),
-        gmm_case("gmm_f32_transpose_ragged_k200", "f32", SHARED, 200, 136, 32, 128, 128,
+        gmm_case("gmm_f32_transpose_k200", "f32", SHARED, 200, 136, 32, 128, 128,
                  transpose_rhs=True),
-        tgmm_case("tgmm_f32_shared3_empty_ragged_k200_n136", "f32", SHARED, 200, 136, 32, 128, 128),
+        tgmm_case("tgmm_f32_shared3_empty_k200_n136", "f32", SHARED, 200, 136, 32, 128, 128),
         tgmm_case("tgmm_bf16_acc_edges", "bf16", EDGES, 128, 256, 16, 128, 128, acc=True),
+        # A bf16 case with each group on whole tiles but one: the tile
+        # axis runs 3 of its bound of 5 steps.
+        gmm_case("gmm_bf16_sizes_16_0_32", "bf16", [16, 0, 32], 128, 128, 16, 128, 128),
     ]
