@@ -27,7 +27,9 @@ BOUND = M // TM + G - 1
 
 
 def gmm_kernel():
-    return pk.jax.kernel(KERNELS / "gmm.pk", kernel="gmm", tm=str(TM))
+    return pk.jax.kernel(
+        KERNELS / "gmm.pk", kernel="gmm", tm=str(TM), tk="128", tn="128", N=str(N)
+    )
 
 
 def avals():
@@ -47,7 +49,7 @@ def test_tpu_lowering_passes_the_bound_ahead_of_the_operands(tmp_path) -> None:
     lowered = jax.jit(k).trace(*avals()).lower(lowering_platforms=("tpu",))
     (jax_call,) = custom_calls(lowered.as_text())
     spec = k.specialise(*avals())
-    (pkc_call,) = custom_calls(built_stablehlo(tmp_path, "gmm.pk", dict(spec.params)))
+    (pkc_call,) = custom_calls(built_stablehlo(tmp_path, "gmm.pk", dict(spec.params), "gmm"))
     assert jax_call[:3] == pkc_call[:3], "attributes or types differ from pkc build"
     # The bound, read from `num_tiles` (argument 3), then main's arguments.
     assert jax_call[1][0] == "tensor<i32>"

@@ -52,8 +52,12 @@ def custom_calls(text: str) -> list[tuple[dict[str, str], list[str], list[str], 
     return found
 
 
-def built_stablehlo(tmp: pathlib.Path, file: str, params: dict[str, str]) -> str:
+def built_stablehlo(
+    tmp: pathlib.Path, file: str, params: dict[str, str], kernel: str | None = None
+) -> str:
     args = ["build", str(KERNELS / file), "-o", str(tmp)]
+    if kernel:
+        args += ["-k", kernel]
     for n, v in params.items():
         args += ["-p", f"{n}={v}"]
     pkc(*args)
