@@ -29,7 +29,7 @@ fn write_i64(path: &Path, v: &[i64]) {
 
 /// The case of tests/data/cases.json that `pkc meta` output is tried on:
 /// group sizes [20, 0, 9, 5, 62], 96 rows in tiles of 32.
-const CASE: &str = "tests/data/gmm_f32_shared3_empty_k300_n200";
+const CASE: &str = "tests/data/gmm_f32_shared3_empty_k32_n128";
 
 #[test]
 fn writes_the_numpy_tables_and_gmm_runs_on_them() {
@@ -73,15 +73,15 @@ fn writes_the_numpy_tables_and_gmm_runs_on_them() {
         "-p",
         "M=96",
         "-p",
-        "K=300",
+        "K=32",
         "-p",
-        "N=200",
+        "N=128",
         "-p",
         "G=5",
         "-p",
         "tm=32",
         "-p",
-        "tk=128",
+        "tk=32",
         "-p",
         "tn=128",
         "-p",
@@ -130,7 +130,7 @@ fn visit_empty_writes_the_tables_tgmm_reads() {
         &s(dir.path()),
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let case = common::root().join("tests/data/tgmm_f32_shared3_empty_k200_n136");
+    let case = common::root().join("tests/data/tgmm_f32_shared3_empty_k24_n128");
     let header = |b: &[u8]| 10 + u16::from_le_bytes([b[8], b[9]]) as usize;
     for name in ["group_offsets", "group_ids", "m_tile_ids", "num_tiles"] {
         let written = std::fs::read(dir.path().join(format!("{name}.npy"))).unwrap();

@@ -140,17 +140,19 @@ EDGES = [0, 32, 0, 30, 2, 0]
 
 
 def cases():
+    # Sizes stay small (fixtures of tens of KB): K and N are ragged only
+    # where a case tests the remainders, on two groups.
     return [
-        gmm_case("gmm_f32_shared3_empty_k300_n200", "f32", SHARED, 300, 200, 32, 128, 128),
-        gmm_case("gmm_bf16_transpose_rhs_acc_edges", "bf16", EDGES, 256, 128, 16, 128, 128,
-                 transpose_rhs=True, acc=True),
-        gmm_case("gmm_bf16_out_bf16_one_group", "bf16", [0, 48, 0], 128, 256, 16, 128, 128,
-                 out_dtype="bf16"),
-        gmm_case("gmm_f32_transpose_k200", "f32", SHARED, 200, 136, 32, 128, 128,
+        gmm_case("gmm_f32_shared3_empty_k32_n128", "f32", SHARED, 32, 128, 32, 32, 128),
+        gmm_case("gmm_bf16_ragged_k136_n136", "bf16", [40, 56], 136, 136, 32, 128, 128),
+        gmm_case("gmm_bf16_transpose_ragged_k136_n136", "bf16", [40, 56], 136, 136, 32, 128, 128,
                  transpose_rhs=True),
-        tgmm_case("tgmm_f32_shared3_empty_k200_n136", "f32", SHARED, 200, 136, 32, 128, 128),
-        tgmm_case("tgmm_bf16_acc_edges", "bf16", EDGES, 128, 256, 16, 128, 128, acc=True),
-        # A bf16 case with each group on whole tiles but one: the tile
-        # axis runs 3 of its bound of 5 steps.
-        gmm_case("gmm_bf16_sizes_16_0_32", "bf16", [16, 0, 32], 128, 128, 16, 128, 128),
+        gmm_case("gmm_bf16_transpose_rhs_acc_edges", "bf16", EDGES, 32, 128, 16, 32, 128,
+                 transpose_rhs=True, acc=True),
+        gmm_case("gmm_bf16_out_bf16_one_group", "bf16", [0, 48, 0], 32, 256, 16, 32, 128,
+                 out_dtype="bf16"),
+        # Each group on whole tiles: the tile axis runs 3 of its bound of 5.
+        gmm_case("gmm_bf16_sizes_16_0_32", "bf16", [16, 0, 32], 64, 128, 16, 64, 128),
+        tgmm_case("tgmm_f32_shared3_empty_k24_n128", "f32", SHARED, 24, 128, 32, 24, 128),
+        tgmm_case("tgmm_bf16_acc_edges", "bf16", EDGES, 16, 128, 16, 16, 128, acc=True),
     ]
