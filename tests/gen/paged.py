@@ -1,0 +1,136 @@
+"""Fixtures of kernels/paged_attention.pk and kernels/ragged_paged_attention.pk
+against a float64 numpy reference: each sequence's keys and values gathered
+from the page cache through its page table, then plain softmax attention
+(causal within a sequence for the ragged kernel).
+
+Every page slot that holds no token of a sequence (the tail of a partial
+last page, and the pages no sequence uses) is filled with NaN (with a NaN
+scale for int8 pages), so a kernel that lets such a slot reach a result
+fails the case instead of passing by luck."""
+
+import numpy as np
+
+from .common import as_dtype, case, f64, rng
+
+
+def page_tables(g, lengths, page_size, pages_per_seq, total_pages):
+    """Distinct random pages for each sequence's tokens; table entries past
+    a sequence's last page are valid page numbers that hold no token of it."""
+    need = [-(-n // page_size) for n in lengths]
+    assert max(need) <= pages_per_seq and sum(need) <= total_pages
+    perm = g.permutation(total_pages)
+    table = g.integers(0, total_pages, (len(lengths), pages_per_seq)).astype(np.int32)
+    used = 0
+    for b, n in enumerate(need):
+        table[b, :n] = perm[used:used + n]
+        used += n
+    return table
+
+
+def fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lengths, per_page):
+    """Random pages (and f32 scales for int8 pages), NaN wherever no token
+    lives. Returns (pages as stored, scales or None, pages as float64 values
+    the kernel reads)."""
+    live = np.zeros((total_pages, page_size), dtype=bool)
+    for b, n in enumerate(lengths):
+        for t in range(n):
+            live[table[b, t // page_size], t % page_size] = True
+    if kv_dtype == "i8":
+        pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
+        rows = 1 if per_page else page_size
+        scale = g.uniform(0.004, 0.02, (kh, total_pages, rows, 1)).astype(np.float32)
+        if per_page:
+            scale[:, ~live.any(axis=1)] = np.nan
+        else:
+            scale[:, ~live] = np.nan
+        values = f64(pages) * f64(scale)
+        return pages, scale, values
+    pages = as_dtype(g.normal(0.0, 1.0, (kh, total_pages, page_size, d)), kv_dtype)
+    pages[:, ~live] = np.nan
+    return pages, None, f64(pages)
+
+
+def attend(q, k, v, sm_scale, soft_cap, keep):
+    """softmax(sm_scale * q k^T, capped, where `keep`) v for one head group:
+    q [R, D], k and v [N, D], keep [R, N]; rows that keep nothing are 0."""
+    s = q @ k.T * sm_scale
+    if soft_cap > 0:
+        s = soft_cap * np.tanh(s / soft_cap)
+    s = np.where(keep, s, -np.inf)
+    m = s.max(axis=1, keepdims=True)
+    e = np.where(keep, np.exp(s - np.where(np.isfinite(m), m, 0.0)), 0.0)
+    l = e.sum(axis=1, keepdims=True)
+    out = (e @ np.where(keep.any(axis=0)[:, None], v, 0.0)) / np.where(l > 0, l, 1.0)
+    return out
+
+
+def gather(values, head, table_row, n, page_size):
+    """The first `n` tokens of one sequence, `[n, D]`, from its pages."""
+    idx = np.arange(n)
+    return values[head, table_row[idx // page_size], idx % page_size]
+
+
+def paged_case(name, dtype, kv_dtype, b, h, kh, d, page_size, pages_per_seq, total_pages, ppb,
+               lengths, soft_cap=0.0, sm_scale=None, per_page=False):
+    g = rng(name)
+    quant = kv_dtype == "i8"
+    sm_scale = 1.0 / np.sqrt(d) if sm_scale is None else sm_scale
+    grp = h // kh
+    table = page_tables(g, lengths, page_size, pages_per_seq, total_pages)
+    k_pages, k_scale, kf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lengths,
+                                      per_page)
+    v_pages, v_scale, vf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lengths,
+                                      per_page)
+    q = as_dtype(g.normal(0.0, 1.0, (b, kh, grp, d)), dtype)
+    o = np.zeros((b, kh, grp, d))
+    for s, n in enumerate(lengths):
+        for hh in range(kh):
+            if n == 0:
+                continue  # A zero-length sequence attends to nothing: zeros.
+            k = gather(kf, hh, table[s], n, page_size)
+            v = gather(vf, hh, table[s], n, page_size)
+            o[s, hh] = attend(f64(q[s, hh]), k, v, sm_scale, soft_cap, np.ones((grp, n), bool))
+    params = {
+        "B": b, "H": h, "KH": kh, "D": d, "P": total_pages, "page_size": page_size,
+        "pages_per_seq": pages_per_seq, "ppb": ppb, "sm_scale": repr(float(sm_scale)),
+        "soft_cap": soft_cap, "QUANT": str(quant).lower(), "per_page": str(per_page).lower(),
+        "T": dtype, "KV": kv_dtype,
+    }
+    inputs = {"lengths": np.array(lengths, np.int32), "page_indices": table, "q": q,
+              "k_pages": k_pages, "v_pages": v_pages}
+    if quant:
+        inputs.update(k_scale=k_scale, v_scale=v_scale)
+    if dtype == "f32" and kv_dtype != "bf16":
+        # f32 scores over D terms (int8 values times an f32 scale are exact
+        # to 1 ulp), f32 exps and sums over at most a few hundred keys: a
+        # few ulps of the largest term, 1e-5 relative; o averages values of
+        # size ~1 (~0.5 for int8 times scale), so atol 1e-5 covers outputs
+        # that cancel toward zero.
+        t = {"rtol": 1e-5, "atol": 1e-5}
+    else:
+        # bf16 pages: as Pallas does, the probabilities are rounded to bf16
+        # for the second matmul (2^-9 relative per term, at most ~8e-3 for
+        # |v| up to ~4 and far less on average); a bf16 output adds 2^-9.
+        t = {"rtol": 8e-3, "atol": 8e-3}
+    return case(name, "kernels/paged_attention.pk", None, params, inputs,
+                {"o": as_dtype(o, dtype)}, t)
+
+
+def cases():
+    return [
+        # A zero-length sequence, a partial last page (37 = 4 * 8 + 5) in a
+        # partial last block (5 pages are 2 + 2 + 1), exactly one page;
+        # grouped-query heads (4 query heads per key/value head).
+        paged_case("paged_f32_gqa_h8kh2_ps8_ppb2_zero_len", "f32", "f32", 4, 8, 2, 32, 8, 5, 12, 2,
+                   [37, 0, 8, 17]),
+        # bf16 pages and queries, multi-head, soft cap that bites (scores of
+        # size ~2.5 against a cap of 2).
+        paged_case("paged_bf16_mha_softcap_ps16", "bf16", "bf16", 2, 2, 2, 64, 16, 4, 6, 2,
+                   [50, 1], soft_cap=2.0, sm_scale=0.3),
+        # int8 pages with one scale per token, multi-query, f32 queries.
+        paged_case("paged_int8_token_scales_mqa_f32", "f32", "i8", 3, 4, 1, 32, 8, 3, 12, 2,
+                   [20, 0, 9]),
+        # int8 pages with one scale per page, bf16 queries and output.
+        paged_case("paged_int8_page_scales_bf16", "bf16", "i8", 2, 2, 2, 32, 8, 5, 12, 4,
+                   [33, 16], per_page=True),
+    ]
