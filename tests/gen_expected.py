@@ -99,7 +99,7 @@ def main():
         softmax_case("softmax_24x256_wide_range", 24, 256, 8, scale=80.0),
     ]
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
-    cases += paged.cases()
+    cases += paged.cases() + paged.ragged_cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

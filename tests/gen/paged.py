@@ -134,3 +134,87 @@ def cases():
         paged_case("paged_int8_page_scales_bf16", "bf16", "i8", 2, 2, 2, 32, 8, 5, 12, 4,
                    [33, 16], per_page=True),
     ]
+
+
+def ragged_case(name, dtype, kv_dtype, h, kh, d, page_size, pages_per_seq, total_pages, bq, ppb,
+                max_seqs, tq, q_lens, kv_lens, window=None, soft_cap=0.0, sm_scale=None,
+                k_scale=None, v_scale=None):
+    """Sequences packed in `q` one after another; the tables have room for
+    `max_seqs`, of which `len(q_lens)` are used; query rows past the last
+    sequence are NaN and their expected output is zero."""
+    g = rng(name)
+    sm_scale = 1.0 / np.sqrt(d) if sm_scale is None else sm_scale
+    grp = h // kh
+    n = len(q_lens)
+    assert all(ql <= kl for ql, kl in zip(q_lens, kv_lens)) and sum(q_lens) <= tq
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    cu_q_lens = np.full(max_seqs + 1, cu[-1], np.int32)
+    cu_q_lens[:n + 1] = cu
+    lens = np.zeros(max_seqs, np.int32)
+    lens[:n] = kv_lens
+    table = page_tables(g, list(lens), page_size, pages_per_seq, total_pages)
+    if kv_dtype == "i8":
+        k_pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
+        v_pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
+        kf, vf = f64(k_pages) * k_scale, f64(v_pages) * v_scale
+    else:
+        k_pages, _, kf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lens, False)
+        v_pages, _, vf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lens, False)
+    q = as_dtype(g.normal(0.0, 1.0, (tq, kh, grp, d)), dtype)
+    q[cu[-1]:] = np.nan
+    o = np.zeros((tq, kh, grp, d))
+    for s in range(n):
+        ql, kl = q_lens[s], kv_lens[s]
+        if ql == 0:
+            continue
+        qpos = kl - ql + np.arange(ql)[:, None]
+        kpos = np.arange(kl)[None, :]
+        keep = kpos <= qpos
+        if window is not None:
+            keep &= kpos > qpos - window
+        for hh in range(kh):
+            k = gather(kf, hh, table[s], kl, page_size)
+            v = gather(vf, hh, table[s], kl, page_size)
+            for gg in range(grp):
+                o[cu[s]:cu[s + 1], hh, gg] = attend(f64(q[cu[s]:cu[s + 1], hh, gg]), k, v,
+                                                    sm_scale, soft_cap, keep)
+    params = {
+        "TQ": tq, "S": max_seqs, "H": h, "KH": kh, "D": d, "P": total_pages,
+        "page_size": page_size, "pages_per_seq": pages_per_seq, "bq": bq, "ppb": ppb,
+        "sm_scale": repr(float(sm_scale)), "soft_cap": soft_cap,
+        "window": "none" if window is None else window,
+        "k_scale": "none" if k_scale is None else repr(k_scale),
+        "v_scale": "none" if v_scale is None else repr(v_scale),
+        "T": dtype, "KV": kv_dtype,
+    }
+    inputs = {"cu_q_lens": cu_q_lens, "kv_lens": lens, "page_indices": table,
+              "num_seqs": np.array([n], np.int32), "q": q, "k_pages": k_pages,
+              "v_pages": v_pages}
+    if dtype == "f32" and kv_dtype != "bf16":
+        # As the f32 paged cases: f32 scores and sums over at most ~40 keys
+        # (int8 values times a power-of-two scale are exact): 1e-5.
+        t = {"rtol": 1e-5, "atol": 1e-5}
+    else:
+        # bf16 as the paged cases: probabilities rounded to bf16 for the
+        # second matmul and a bf16 output, 8e-3.
+        t = {"rtol": 8e-3, "atol": 8e-3}
+    return case(name, "kernels/ragged_paged_attention.pk", None, params, inputs,
+                {"o": as_dtype(o, dtype)}, t)
+
+
+def ragged_cases():
+    return [
+        # A prefill chunk (5 tokens of 21), a decode token, an empty
+        # sequence, a whole prefill (12 of 12) spanning two query blocks;
+        # 18 tokens in 20 rows (a ragged last block of 8) and unused table
+        # rows (4 of 6 sequences); grouped-query heads (2 per kv head).
+        ragged_case("ragged_f32_mixed_gqa_tq20_bq8", "f32", "f32", 4, 2, 32, 8, 3, 12, 8, 2, 6, 20,
+                    [5, 1, 0, 12], [21, 9, 0, 12]),
+        # bf16, multi-query, a sliding window of 8 and a soft cap that bites.
+        ragged_case("ragged_bf16_mqa_window8_softcap", "bf16", "bf16", 2, 1, 64, 16, 3, 10, 16, 1,
+                    3, 32, [3, 20, 1], [40, 20, 33], window=8, soft_cap=2.0, sm_scale=0.3),
+        # int8 pages with per-tensor scales (powers of two, so that the f32
+        # products are exact), decode and prefill, f32 queries.
+        ragged_case("ragged_int8_scaled_f32", "f32", "i8", 2, 2, 32, 8, 4, 12, 8, 2, 3, 16,
+                    [1, 1, 9], [17, 3, 30], k_scale=0.015625, v_scale=0.0078125),
+    ]
