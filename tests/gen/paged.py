@@ -205,16 +205,17 @@ def ragged_case(name, dtype, kv_dtype, h, kh, d, page_size, pages_per_seq, total
 def ragged_cases():
     return [
         # A prefill chunk (5 tokens of 21), a decode token, an empty
-        # sequence, a whole prefill (12 of 12) spanning two query blocks;
-        # 18 tokens in 20 rows (a ragged last block of 8) and unused table
-        # rows (4 of 6 sequences); grouped-query heads (2 per kv head).
-        ragged_case("ragged_f32_mixed_gqa_tq20_bq8", "f32", "f32", 4, 2, 32, 8, 3, 12, 8, 2, 6, 20,
+        # sequence, a whole prefill (12 of 12) spanning two query blocks of
+        # 16 (two chunks of 8 each); 18 tokens in 20 rows (a ragged last
+        # block) and unused table rows (4 of 6 sequences); grouped-query
+        # heads (2 per kv head).
+        ragged_case("ragged_f32_mixed_gqa_tq20_bq16", "f32", "f32", 4, 2, 32, 8, 3, 12, 16, 2, 6, 20,
                     [5, 1, 0, 12], [21, 9, 0, 12]),
         # bf16, multi-query, a sliding window of 8 and a soft cap that bites.
         ragged_case("ragged_bf16_mqa_window8_softcap", "bf16", "bf16", 2, 1, 64, 16, 3, 10, 16, 1,
                     3, 32, [3, 20, 1], [40, 20, 33], window=8, soft_cap=2.0, sm_scale=0.3),
         # int8 pages with per-tensor scales (powers of two, so that the f32
         # products are exact), decode and prefill, f32 queries.
-        ragged_case("ragged_int8_scaled_f32", "f32", "i8", 2, 2, 32, 8, 4, 12, 8, 2, 3, 16,
+        ragged_case("ragged_int8_scaled_f32", "f32", "i8", 2, 2, 32, 8, 4, 12, 16, 2, 3, 16,
                     [1, 1, 9], [17, 3, 30], k_scale=0.015625, v_scale=0.0078125),
     ]
