@@ -215,7 +215,8 @@ def ragged_cases():
         ragged_case("ragged_bf16_mqa_window8_softcap", "bf16", "bf16", 2, 1, 64, 16, 3, 10, 16, 1,
                     3, 32, [3, 20, 1], [40, 20, 33], window=8, soft_cap=2.0, sm_scale=0.3),
         # int8 pages with per-tensor scales (powers of two, so that the f32
-        # products are exact), decode and prefill, f32 queries.
-        ragged_case("ragged_int8_scaled_f32", "f32", "i8", 2, 2, 32, 8, 4, 12, 16, 2, 3, 16,
+        # products are exact), decode and prefill, f32 queries; every table
+        # row used (num_seqs = S), and a last query block with no token.
+        ragged_case("ragged_int8_scaled_f32_full_tables", "f32", "i8", 2, 2, 32, 8, 4, 12, 16, 2, 3, 40,
                     [1, 1, 9], [17, 3, 30], k_scale=0.015625, v_scale=0.0078125),
     ]
