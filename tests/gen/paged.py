@@ -37,13 +37,16 @@ def fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lengths, per_p
             live[table[b, t // page_size], t % page_size] = True
     if kv_dtype == "i8":
         pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
-        rows = 1 if per_page else page_size
-        scale = g.uniform(0.004, 0.02, (kh, total_pages, rows, 1)).astype(np.float32)
+        # Scales are a row per page, `[KH, P, 1, page_size]` (or
+        # `[KH, P, 1, 1]` per page).
+        lanes = 1 if per_page else page_size
+        scale = g.uniform(0.004, 0.02, (kh, total_pages, 1, lanes)).astype(np.float32)
+        rows = scale[:, :, 0, :]
         if per_page:
-            scale[:, ~live.any(axis=1)] = np.nan
+            rows[:, ~live.any(axis=1)] = np.nan
         else:
-            scale[:, ~live] = np.nan
-        values = f64(pages) * f64(scale)
+            rows[:, ~live] = np.nan
+        values = f64(pages) * f64(rows)[..., None]
         return pages, scale, values
     pages = as_dtype(g.normal(0.0, 1.0, (kh, total_pages, page_size, d)), kv_dtype)
     pages[:, ~live] = np.nan
