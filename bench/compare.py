@@ -19,14 +19,16 @@ The attention workload is flash attention forward (kernels/flash.pk),
 causal, B1 H8 S2048 D128 f32, against numpy's dense causal attention and,
 when JAX is installed, jitted jax.numpy of the same (goal: 2x jax.numpy).
 RMSNorm and softmax cross-entropy (kernels/norms.pk, kernels/xent.pk) are
-timed against numpy too, and grouped matmul (kernels/gmm.pk) against
+timed against numpy too, grouped matmul (kernels/gmm.pk) against
 jax.lax.ragged_dot, and the int8 w8a8 matmul (kernels/qmatmul.pk) against
-numpy and jax.numpy. `--only base|layers|attention|gmm|qmatmul` runs one
-group.
+numpy and jax.numpy. Paged and ragged paged attention (bench/paged.py)
+are timed against jitted jax.numpy gathering the pages and attending on the
+same batch (goal: at least as fast). `--only
+base|layers|attention|gmm|qmatmul|paged` runs one group.
 
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
-       [--only base|layers|attention|gmm|qmatmul]
+       [--only base|layers|attention|gmm|qmatmul|paged]
 """
 
 import argparse
@@ -38,6 +40,8 @@ import sys
 import time
 
 import numpy as np
+
+import paged
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -331,7 +335,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
-    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul"], help="run one group of workloads")
+    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul", "paged"], help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
@@ -346,6 +350,10 @@ def main():
         return
     if a.only == "qmatmul":
         qmatmul_rows(a)
+        return
+    # ---- paged and ragged paged attention (bench/paged.py) ----
+    if a.only == "paged":
+        paged.rows(a, median_time)
         return
     rng = np.random.default_rng(0)
     n = 1024
@@ -418,6 +426,7 @@ def main():
         attention_rows(a)
         gmm_rows(a)
         qmatmul_rows(a)
+        paged.rows(a, median_time)
 
 
 if __name__ == "__main__":
