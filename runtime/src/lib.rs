@@ -2,5 +2,6 @@
 
 pub mod bind;
 pub mod cpu;
+pub mod meta;
 pub mod package;
 pub mod pjrt;
