@@ -55,6 +55,10 @@ enum Command {
     /// Compile any StableHLO module (e.g. a JAX model exported for TPU)
     /// ahead of time with libtpu and report code size and memory per target.
     Aot(cmd::aot::Args),
+    /// Compute the host-side metadata of library kernels (the mask info
+    /// of splash attention) as .npy files.
+    #[command(subcommand_value_name = "KIND")]
+    Meta(cmd::meta::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Aot(a) => cmd::aot::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Meta(a) => cmd::meta::run(a),
     };
     ExitCode::from(code)
 }

@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod device;
 pub mod emit;
 pub mod explain;
+pub mod meta;
 pub mod output;
 pub mod run;
 pub mod test;
