@@ -165,6 +165,15 @@ pub fn infer_params(
     Ok(out)
 }
 
+/// What the binder reads of an array a call passes: a scalar-prefetch
+/// operand or an input.
+struct Declared<'a> {
+    name: &'a ast::Ident,
+    dtype: &'a ast::Ident,
+    dims: &'a [ast::Expr],
+    span: Span,
+}
+
 struct Binder<'a> {
     decl: &'a ast::KernelDecl,
     given: BTreeMap<String, String>,
@@ -183,7 +192,26 @@ impl Binder<'_> {
     }
 
     fn bind(&mut self, args: &[ArgSig]) {
-        let inputs = &self.decl.inputs;
+        // A call passes the scalar-prefetch operands first, then the inputs,
+        // as the kernel's StableHLO call and CPU reference take them.
+        let prefetch = self.decl.clauses.iter().flat_map(|c| match c {
+            ast::Clause::Prefetch(v, _) => v.as_slice(),
+            _ => &[],
+        });
+        let inputs: Vec<Declared> = prefetch
+            .map(|p| Declared {
+                name: &p.name,
+                dtype: &p.dtype,
+                dims: &p.dims,
+                span: p.span,
+            })
+            .chain(self.decl.inputs.iter().map(|o| Declared {
+                name: &o.name,
+                dtype: &o.dtype,
+                dims: &o.dims,
+                span: o.span,
+            }))
+            .collect();
         if args.len() != inputs.len() {
             let names: Vec<&str> = inputs.iter().map(|o| o.name.name.as_str()).collect();
             self.diags.push(
@@ -229,7 +257,7 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_dtype(&mut self, o: &ast::OperandDecl, a: &ArgSig) {
+    fn bind_dtype(&mut self, o: &Declared, a: &ArgSig) {
         let name = &o.dtype.name;
         let where_ = format!("the dtype of `{}`", o.name.name);
         if self.param_kind(name) == Some(ParamKind::Dtype) {
@@ -253,7 +281,7 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_dim(&mut self, o: &ast::OperandDecl, d: usize, e: &ast::Expr, n: u64) {
+    fn bind_dim(&mut self, o: &Declared, d: usize, e: &ast::Expr, n: u64) {
         let where_ = format!("dimension {d} of `{}`", o.name.name);
         match &e.kind {
             ExprKind::Name(p) if p.segments.len() == 1 => {
@@ -569,5 +597,28 @@ mod tests {
         assert!(batched_source(&whole, None, &[false, true], 2).is_some());
         assert!(batched_source(ADD, None, &[true], 2).is_none(), "arity");
         assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
+    }
+
+    /// A call passes the scalar-prefetch operands first; their shapes name
+    /// parameters like any input's.
+    #[test]
+    fn prefetch_operands_come_first_and_bind_parameters() {
+        let src = "kernel gather<G = 8, R = 8, C = 128>(\n    table: f32[64, C] block [R, C] at (ids[g], 0),\n) -> y: f32[G * R, C] block [R, C] at (g, 0)\nprefetch (ids: i32[G])\ngrid (g in G arbitrary)\n{\n    y[..] = table[..];\n}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gather.pk");
+        std::fs::write(&path, src).unwrap();
+        let sig = |dtype: &str, shape: &[u64]| ArgSig {
+            dtype: dtype.to_string(),
+            shape: shape.to_vec(),
+        };
+        let got = infer_params(&path, None, &[], &[sig("i32", &[5]), sig("f32", &[64, 256])]);
+        assert_eq!(
+            got.expect("binds"),
+            vec![
+                ("G".to_string(), "5".to_string()),
+                ("C".to_string(), "256".to_string())
+            ]
+        );
+        assert!(infer_params(&path, None, &[], &[sig("f32", &[64, 256])]).is_err());
     }
 }

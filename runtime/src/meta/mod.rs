@@ -1,5 +1,7 @@
 //! Host-side metadata builders of library kernels: the arrays a kernel reads
 //! as scalar prefetch, computed from a short description on the host (by
-//! `pkc meta` and the Python package). Codes `PK5001..PK5999`.
+//! `pkc meta` and the Python package). Each builder has its own range of
+//! codes: splash attention `PK5101..PK5199` (`PK50xx` are the call-binding
+//! codes of `bind`).
 
 pub mod splash;
