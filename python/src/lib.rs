@@ -8,6 +8,7 @@
 
 mod adapter;
 mod ffi;
+mod meta;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -297,6 +298,7 @@ fn _pk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ffi_handler, m)?)?;
     m.add_function(wrap_pyfunction!(aot_compile, m)?)?;
     m.add_function(wrap_pyfunction!(tpu_targets, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::splash_mask_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
