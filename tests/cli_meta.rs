@@ -68,7 +68,7 @@ fn mask_info_equals_the_numpy_construction() {
 #[test]
 fn builder_output_drives_the_kernel_to_the_reference() {
     let root = common::root();
-    let case = root.join("tests/data/splash_f32_causal_gqa_h2kh1_s256d32_bq32bk128");
+    let case = root.join("tests/data/splash_f32_causal_gqa_h2kh1_s256d16_bq32bk128");
     let out = TempDir::new("meta-run");
     let o = pkc(&[
         "meta", "splash", "--mask", "causal", "--sq", "256", "--bq", "32", "--bkv", "128", "-o",
@@ -83,8 +83,8 @@ fn builder_output_drives_the_kernel_to_the_reference() {
     let (eo, el) = (data("o", "o_expected.npy"), data("lse", "lse_expected.npy"));
     let o = pkc(&[
         "test", "kernels/splash.pk", "-k", "splash_attention", "-p", "H=2", "-p", "KH=1", "-p",
-        "S=256", "-p", "SK=256", "-p", "D=32", "-p", "bq=32", "-p", "bk=128", "-p", "NP=4", "-p",
-        "T=f32", "-p", "sm_scale=0.17677669529663687", "--in", &dn, "--in", &mn, "--in", &bm,
+        "S=256", "-p", "SK=256", "-p", "D=16", "-p", "bq=32", "-p", "bk=128", "-p", "NP=4", "-p",
+        "T=f32", "-p", "sm_scale=0.25", "--in", &dn, "--in", &mn, "--in", &bm,
         "--in", &mb, "--in", &q, "--in", &k, "--in", &v, "--expect", &eo, "--expect", &el,
         "--rtol", "1e-5", "--atol", "1e-5",
     ]);
