@@ -142,9 +142,13 @@ def params_of(b, h, kh, s, sk, d, bq, bk, np_, sm_scale, soft_cap, dtype):
     }
 
 
-def splash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, mask, soft_cap=0.0, backward=False):
+def splash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, mask, soft_cap=0.0, backward=False,
+                nan_unseen=False):
     """The forward case (and with `backward`, a dq and a dkv case) of one
-    configuration and mask."""
+    configuration and mask. With `nan_unseen`, the keys and values that no
+    query sees are NaN: a kernel that computed or read a skipped block
+    would spread them (0 * NaN is NaN), so the case shows that skipped
+    blocks are neither computed nor used."""
     g = rng(name)
     sm_scale = 1.0 / np.sqrt(d)
     q = as_dtype(g.normal(0.0, 1.0, (b, h, s, d)), dtype)
@@ -154,6 +158,10 @@ def splash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, mask, soft_cap=0.0, bac
     params = params_of(b, h, kh, s, sk, d, bq, bk, info["mask_blocks"].shape[0], sm_scale,
                        soft_cap, dtype)
     o, lse, _, _ = masked_attention(f64(q), f64(k), f64(v), mask, sm_scale, soft_cap)
+    if nan_unseen:
+        unseen = ~mask.any(axis=0)
+        k[:, :, unseen] = np.nan
+        v[:, :, unseen] = np.nan
     fwd_info = {n: info[n] for n in ("data_next", "mask_next", "block_mask")}
     inputs = {**fwd_info, "q": q, "k": k, "v": v, "mask_blocks": info["mask_blocks"]}
     out = [case(name, "kernels/splash.pk", "splash_attention", params, inputs,
@@ -223,4 +231,16 @@ def cases():
                       dense_mask("full", 40, 136))
         + splash_case("splash_f32_dense_mqa_s64_sk256", "f32", 1, 2, 1, 64, 256, 32, 32, 128,
                       dense_random_mask("splash_dense_mqa", 64, 256), backward=True)
+        + splash_case("splash_f32_unseen_keys_nan_s64_sk384", "f32", 1, 1, 1, 64, 384, 16, 32,
+                      128, unseen_tail_mask(), nan_unseen=True)
     )
+
+
+def unseen_tail_mask():
+    """[64, 384]: causal over the first 64 keys, a random band over the
+    next 64, and keys 128.. seen by no query (two wholly masked key
+    blocks of 128 in every row)."""
+    mask = np.zeros((64, 384), dtype=bool)
+    mask[:, :64] = dense_mask("causal", 64, 64)
+    mask[:, 64:128] = rng("splash_unseen/mask").random((64, 64)) < 0.5
+    return mask
