@@ -40,7 +40,7 @@ fn mask_info_equals_the_numpy_construction() {
     let data = root.join("tests/data/splash_meta");
     let dense = data.join("dense_s96_sk256_bq32_bk128/mask.npy");
     let dense = dense.to_str().unwrap();
-    let configs: [(&str, &[&str]); 5] = [
+    let configs: [(&str, &[&str]); 6] = [
         ("causal_s256_bq32_bk128", &["--mask", "causal", "--sq", "256", "--bq", "32", "--bkv", "128"]),
         (
             "local_l40_r8_s200_sk300_bq32_bk128",
@@ -52,6 +52,10 @@ fn mask_info_equals_the_numpy_construction() {
             &["--mask", "full", "--sq", "100", "--skv", "130", "--bq", "32", "--bkv", "128"],
         ),
         ("dense_s96_sk256_bq32_bk128", &["--mask", dense, "--bq", "32", "--bkv", "128"]),
+        (
+            "local_l40_r8_s256_sk300_bq32_bk128_shrunk",
+            &["--mask", "local:40,8", "--sq", "256", "--skv", "300", "--bq", "32", "--bkv", "128", "--shrink"],
+        ),
     ];
     for (name, args) in configs {
         let out = TempDir::new("meta");

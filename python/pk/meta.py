@@ -33,6 +33,7 @@ def splash_mask_info(
     bkv: int,
     sq: int | None = None,
     skv: int | None = None,
+    shrink: bool = False,
 ) -> dict[str, np.ndarray]:
     """The splash attention mask info of ``mask``.
 
@@ -43,6 +44,12 @@ def splash_mask_info(
     defaults to it); a dense mask gives both. A bad mask or size raises
     ``pk.PkError`` with its code (``PK5101`` .. ``PK5104``), as
     ``pkc meta splash`` reports it.
+
+    With ``shrink``, the grid is shrunk to the live blocks of each row (and
+    column, for the ``dkv_*`` arrays), as JAX's ``shrink_grid``: the
+    forward arrays get ``NKS`` columns and the dkv arrays ``NQS``, which
+    the kernels take as parameters (``data_next.shape[1]`` and
+    ``dkv_data_next.shape[1]``).
     """
     if isinstance(mask, str):
         if sq is None:
@@ -61,7 +68,7 @@ def splash_mask_info(
             )
         sq, skv = m.shape
         spec, dense = None, np.ascontiguousarray(m != 0).view(np.uint8).tobytes()
-    arrays = _pk.splash_mask_info(spec, dense, int(sq), int(skv), int(bq), int(bkv))
+    arrays = _pk.splash_mask_info(spec, dense, int(sq), int(skv), int(bq), int(bkv), bool(shrink))
     return {
         name: np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).copy()
         for name, dtype, shape, data in arrays

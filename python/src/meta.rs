@@ -17,9 +17,10 @@ type Array<'py> = (String, String, Vec<usize>, Bound<'py, PyBytes>);
 /// The mask info of a mask over `sq` queries and `skv` keys in `[bq, bkv]`
 /// blocks. The mask is a description (`causal`, `full`, `local:L,R`,
 /// `chunked:C`) when `spec` is given, else the dense `[sq, skv]` mask
-/// `dense`, one byte per element (nonzero: the query sees the key).
+/// `dense`, one byte per element (nonzero: the query sees the key). With
+/// `shrink`, the grid is shrunk to the live blocks of each row and column.
 #[pyfunction]
-#[pyo3(signature = (spec, dense, sq, skv, bq, bkv))]
+#[pyo3(signature = (spec, dense, sq, skv, bq, bkv, shrink=false))]
 pub fn splash_mask_info<'py>(
     py: Python<'py>,
     spec: Option<&str>,
@@ -28,6 +29,7 @@ pub fn splash_mask_info<'py>(
     skv: usize,
     bq: usize,
     bkv: usize,
+    shrink: bool,
 ) -> PyResult<Vec<Array<'py>>> {
     let mask = match (spec, dense) {
         (Some(s), _) => Mask::parse(s).map_err(|e| raise(py, Rendered::diagnostic(&e)))?,
@@ -53,7 +55,7 @@ pub fn splash_mask_info<'py>(
         }
     };
     let info = py
-        .detach(|| mask_info(&mask, sq, skv, bq, bkv))
+        .detach(|| mask_info(&mask, sq, skv, bq, bkv).map(|i| if shrink { i.shrunk() } else { i }))
         .map_err(|e| raise(py, Rendered::diagnostic(&e)))?;
     Ok(info
         .arrays()

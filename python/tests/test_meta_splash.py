@@ -18,6 +18,8 @@ CONFIGS = [
     ("chunked_c48_s256_bq64_bk128", "chunked:48", dict(sq=256, bq=64, bkv=128)),
     ("full_s100_sk130_bq32_bk128", "full", dict(sq=100, skv=130, bq=32, bkv=128)),
     ("dense_s96_sk256_bq32_bk128", None, dict(bq=32, bkv=128)),
+    ("local_l40_r8_s256_sk300_bq32_bk128_shrunk", "local:40,8",
+     dict(sq=256, skv=300, bq=32, bkv=128, shrink=True)),
 ]
 
 

@@ -54,6 +54,11 @@ pub struct SplashArgs {
     /// Keys per block (the kernels' `bk`).
     #[arg(long, value_name = "B")]
     pub bkv: usize,
+    /// Shrink the grid to the live blocks of each row (and column): the
+    /// arrays get `NKS` (and `NQS`) columns, the most live blocks of any
+    /// row (column), which the kernels then take as `-p NKS=.. -p NQS=..`.
+    #[arg(long)]
+    pub shrink: bool,
     /// The directory to write into (created if missing).
     #[arg(long, short = 'o', value_name = "DIR", default_value = ".")]
     pub out_dir: PathBuf,
@@ -92,6 +97,7 @@ fn run_splash(a: SplashArgs) -> u8 {
         }
     };
     let info = match splash::mask_info(&mask, sq, skv, a.bq, a.bkv) {
+        Ok(info) if a.shrink => info.shrunk(),
         Ok(info) => info,
         Err(e) => return report(&e),
     };
@@ -115,17 +121,23 @@ fn run_splash(a: SplashArgs) -> u8 {
     }
     let live = info.block_mask.iter().filter(|&&b| b != 0).count();
     let partial = info.block_mask.iter().filter(|&&b| b == 1).count();
+    let steps = if a.shrink {
+        format!(" -p NKS={} -p NQS={}", info.kv_steps, info.q_steps)
+    } else {
+        String::new()
+    };
     if ui().json {
         json_line(&serde_json::json!({
             "type": "splash_mask_info", "dir": a.out_dir.display().to_string(),
             "nq": info.nq, "nk": info.nk, "live_blocks": live, "partial_blocks": partial,
-            "NP": info.num_blocks, "density": info.density(),
+            "NP": info.num_blocks, "NKS": info.kv_steps, "NQS": info.q_steps,
+            "density": info.density(),
             "files": arrays.iter().map(|(n, _)| format!("{n}.npy")).collect::<Vec<_>>(),
         }));
     } else {
         outln(&format!(
             "{}: {} x {} blocks of [{}, {}], {live} live ({:.1}%), {partial} partial; \
-             mask_blocks holds {} (-p NP={})",
+             mask_blocks holds {} (-p NP={}{steps})",
             a.out_dir.display(),
             info.nq,
             info.nk,

@@ -42,10 +42,35 @@ def next_live(live):
     return idx[np.where(pos == len(idx), 0, pos)]
 
 
-def mask_info(mask, bq, bk):
+def shrink(kinds, data, masks):
+    """[rows, cols] arrays to [rows, steps]: each row's live entries moved
+    to the front (steps = the most live entries of any row, at least 1),
+    and the "next" values recomputed over the new order."""
+    rows = kinds.shape[0]
+    lives = [np.nonzero(kinds[r])[0] for r in range(rows)]
+    steps = max(1, max(len(x) for x in lives))
+    k, d, m = (np.zeros((rows, steps), np.int32) for _ in range(3))
+    for r, idx in enumerate(lives):
+        k[r, :len(idx)], d[r, :len(idx)], m[r, :len(idx)] = kinds[r, idx], data[r, idx], masks[r, idx]
+    return k, *nexts_of(k, d, m)
+
+
+def nexts_of(kinds, data, masks):
+    """data_next and mask_next of `kinds` with the given values at live
+    (and partial) entries."""
+    out = []
+    for live, vals in ((kinds != 0, data), (kinds == 1, masks)):
+        nxt = next_live(live)
+        out.append(np.where(nxt < 0, 0, vals.reshape(-1)[np.maximum(nxt, 0)])
+                   .reshape(kinds.shape).astype(np.int32))
+    return out
+
+
+def mask_info(mask, bq, bk, shrunk=False):
     """data_next, mask_next, block_mask [nq, nk], their dkv forms [nk, nq]
     and mask_blocks [P, bq, bk] (int8; one all-zero block when no block is
-    partial, so that the operand is never empty)."""
+    partial, so that the operand is never empty). With `shrunk`, the grid
+    is shrunk to each row's (column's) live blocks, as JAX's shrink_grid."""
     sq, skv = mask.shape
     nq, nk = -(-sq // bq), -(-skv // bk)
     padded = np.zeros((nq * bq, nk * bk), dtype=bool)
@@ -77,6 +102,10 @@ def mask_info(mask, bq, bk):
     data_next, mask_next = nexts(block_mask, block_index)
     dkv_block_mask = np.ascontiguousarray(block_mask.T)
     dkv_data_next, dkv_mask_next = nexts(dkv_block_mask, np.ascontiguousarray(block_index.T))
+    if shrunk:
+        block_mask, data_next, mask_next = shrink(block_mask, data_next, mask_next)
+        dkv_block_mask, dkv_data_next, dkv_mask_next = shrink(
+            dkv_block_mask, dkv_data_next, dkv_mask_next)
     return {
         "data_next": data_next, "mask_next": mask_next, "block_mask": block_mask,
         "dkv_data_next": dkv_data_next, "dkv_mask_next": dkv_mask_next,
@@ -143,7 +172,7 @@ def params_of(b, h, kh, s, sk, d, bq, bk, np_, sm_scale, soft_cap, dtype):
 
 
 def splash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, mask, soft_cap=0.0, backward=False,
-                nan_unseen=False):
+                nan_unseen=False, shrunk=False):
     """The forward case (and with `backward`, a dq and a dkv case) of one
     configuration and mask. With `nan_unseen`, the keys and values that no
     query sees are NaN: a kernel that computed or read a skipped block
@@ -154,9 +183,12 @@ def splash_case(name, dtype, b, h, kh, s, sk, d, bq, bk, mask, soft_cap=0.0, bac
     q = as_dtype(g.normal(0.0, 1.0, (b, h, s, d)), dtype)
     k = as_dtype(g.normal(0.0, 1.0, (b, kh, sk, d)), dtype)
     v = as_dtype(g.normal(0.0, 1.0, (b, kh, sk, d)), dtype)
-    info = mask_info(mask, bq, bk)
+    info = mask_info(mask, bq, bk, shrunk)
     params = params_of(b, h, kh, s, sk, d, bq, bk, info["mask_blocks"].shape[0], sm_scale,
                        soft_cap, dtype)
+    if shrunk:
+        params["NKS"] = info["data_next"].shape[1]
+        params["NQS"] = info["dkv_data_next"].shape[1]
     o, lse, _, _ = masked_attention(f64(q), f64(k), f64(v), mask, sm_scale, soft_cap)
     if nan_unseen:
         unseen = ~mask.any(axis=0)
@@ -206,6 +238,9 @@ def builder_fixtures():
         mask = dense_mask(kind, sq, skv, arg)
         for n, a in mask_info(mask, bq, bk).items():
             save("splash_meta/" + name, n, a)
+    mask = dense_mask("local", 256, 300, (40, 8))
+    for n, a in mask_info(mask, 32, 128, shrunk=True).items():
+        save("splash_meta/local_l40_r8_s256_sk300_bq32_bk128_shrunk", n, a)
     mask = dense_random_mask("dense_s96_sk256", 96, 256)
     save("splash_meta/dense_s96_sk256_bq32_bk128", "mask", mask)
     for n, a in mask_info(mask, 32, 128).items():
@@ -233,6 +268,10 @@ def cases():
                       dense_random_mask("splash_dense_mqa", 64, 256), backward=True)
         + splash_case("splash_f32_unseen_keys_nan_s64_sk384", "f32", 1, 1, 1, 64, 384, 16, 32,
                       128, unseen_tail_mask(), nan_unseen=True)
+        + splash_case("splash_f32_local_shrunk_l60r140_s256_sk392_d16", "f32", 1, 2, 1, 256,
+                      392, 16, 32, 128, dense_mask("local", 256, 392, (60, 140)), shrunk=True)
+        + splash_case("splash_f32_local_shrunk_l100r0_s256_d16", "f32", 1, 2, 1, 256, 256, 16,
+                      32, 128, dense_mask("local", 256, 256, (100, 0)), backward=True, shrunk=True)
     )
 
 

@@ -20,6 +20,13 @@
 //!   the same for the backward `dk`/`dv` kernel, which walks the grid by
 //!   key block then query block; `dkv_data_next` holds query block indices.
 //!
+//! [`MaskInfo::shrunk`] compresses the grid as JAX's `shrink_grid` does: row
+//! `i` of the forward arrays lists only the live blocks of row `i`, in
+//! order, then skipped padding steps, so the arrays are `[nq, kv_steps]`
+//! with `kv_steps` the most live blocks of any row (and the dkv arrays
+//! `[nk, q_steps]` likewise by columns). A step's key block is then
+//! `data_next[i, t]`, not `t`; the "next" rule is the same over steps.
+//!
 //! Invariants of a [`MaskInfo`]:
 //! 1. For every live block, `data_next` names the block's own column (and
 //!    `dkv_data_next` its own row); for every partial block, `mask_next`
@@ -149,6 +156,12 @@ pub struct MaskInfo {
     pub mask_blocks: Vec<i8>,
     /// The first dimension of `mask_blocks` (the kernels' `NP`), at least 1.
     pub num_blocks: usize,
+    /// Columns of the forward arrays (the kernels' `NKS`): `nk`, or fewer
+    /// when shrunk.
+    pub kv_steps: usize,
+    /// Columns of the dkv arrays (the kernels' `NQS`): `nq`, or fewer when
+    /// shrunk.
+    pub q_steps: usize,
 }
 
 impl MaskInfo {
@@ -159,7 +172,7 @@ impl MaskInfo {
             let data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
             HostArray::new(DType::I32, shape.to_vec(), data)
         };
-        let (fwd, dkv) = ([self.nq, self.nk], [self.nk, self.nq]);
+        let (fwd, dkv) = ([self.nq, self.kv_steps], [self.nk, self.q_steps]);
         vec![
             ("data_next", i32s(&self.data_next, fwd)),
             ("mask_next", i32s(&self.mask_next, fwd)),
@@ -182,8 +195,68 @@ impl MaskInfo {
     /// dense attention's work the kernels do.
     pub fn density(&self) -> f64 {
         let live = self.block_mask.iter().filter(|&&b| b != 0).count();
-        live as f64 / self.block_mask.len() as f64
+        live as f64 / (self.nq * self.nk) as f64
     }
+
+    /// The same mask info with the grid shrunk to the live blocks of each
+    /// row (and, for the dkv arrays, of each column); see the module
+    /// documentation. Shrinking a shrunk info changes nothing.
+    pub fn shrunk(&self) -> MaskInfo {
+        let (kv_steps, block_mask, data_next, mask_next) = compress(
+            self.nq,
+            self.kv_steps,
+            &self.block_mask,
+            &self.data_next,
+            &self.mask_next,
+        );
+        let (q_steps, dkv_block_mask, dkv_data_next, dkv_mask_next) = compress(
+            self.nk,
+            self.q_steps,
+            &self.dkv_block_mask,
+            &self.dkv_data_next,
+            &self.dkv_mask_next,
+        );
+        MaskInfo {
+            block_mask,
+            data_next,
+            mask_next,
+            dkv_block_mask,
+            dkv_data_next,
+            dkv_mask_next,
+            kv_steps,
+            q_steps,
+            ..self.clone()
+        }
+    }
+}
+
+/// Compresses `[rows, cols]` arrays to `[rows, steps]`: each row's live
+/// entries first, in order, then skipped steps, with `steps` the most live
+/// entries of any row (at least 1: a grid axis cannot be empty). By
+/// invariant 1, a live entry's `data` and a partial one's `masks` are its
+/// own, so they move with it; the skipped steps get the "next" values
+/// again, over the new order.
+fn compress(
+    rows: usize,
+    cols: usize,
+    kinds: &[i32],
+    data: &[i32],
+    masks: &[i32],
+) -> (usize, Vec<i32>, Vec<i32>, Vec<i32>) {
+    let live = |r: usize| (0..cols).filter(move |&c| kinds[r * cols + c] != 0);
+    let steps = (0..rows).map(|r| live(r).count()).max().unwrap_or(0).max(1);
+    let mut k = vec![0; rows * steps];
+    let mut d = vec![0; rows * steps];
+    let mut m = vec![0; rows * steps];
+    for r in 0..rows {
+        for (s, c) in live(r).enumerate() {
+            let (from, to) = (r * cols + c, r * steps + s);
+            (k[to], d[to], m[to]) = (kinds[from], data[from], masks[from]);
+        }
+    }
+    let data_next = next_of(&k, |b| b != 0, &d);
+    let mask_next = next_of(&k, |b| b == 1, &m);
+    (steps, k, data_next, mask_next)
 }
 
 /// The mask info of `mask` over `sq` queries and `skv` keys in `[bq, bkv]`
@@ -264,6 +337,8 @@ pub fn mask_info(
     Ok(MaskInfo {
         nq,
         nk,
+        kv_steps: nk,
+        q_steps: nq,
         bq,
         bkv,
         data_next: next_of(&block_mask, |b| b != 0, &column),
@@ -423,6 +498,30 @@ mod tests {
         assert_eq!(m.mask_next, vec![0; 4]);
         assert_eq!(m.dkv_block_mask, vec![0, 2, 1, 0]);
         assert_eq!(m.dkv_data_next, vec![1, 1, 0, 1]);
+    }
+
+    /// Causal in 3 x 3 blocks shrinks to rows of at most 3 live blocks
+    /// forward, and by columns to at most 3 live query blocks: row 0 has
+    /// one live block, then two skipped steps that fetch row 1's first.
+    #[test]
+    fn shrinking_keeps_the_live_blocks_of_each_row() {
+        let m = mask_info(&Mask::Causal, 6, 6, 2, 2).unwrap();
+        assert_eq!(m.block_mask, vec![1, 0, 0, 2, 1, 0, 2, 2, 1]);
+        let s = m.shrunk();
+        assert_eq!((s.kv_steps, s.q_steps), (3, 3));
+        assert_eq!(s.block_mask, vec![1, 0, 0, 2, 1, 0, 2, 2, 1]);
+        assert_eq!(s.data_next, vec![0, 0, 0, 0, 1, 0, 0, 1, 2]);
+        // Column 2 has one live block, row 2: it comes first.
+        assert_eq!(s.dkv_block_mask, vec![1, 2, 2, 1, 2, 0, 1, 0, 0]);
+        assert_eq!(s.dkv_data_next, vec![0, 1, 2, 1, 2, 2, 2, 0, 0]);
+        assert_eq!(s.shrunk(), s);
+        // A window of 2 keys in blocks of 2 has at most 2 live blocks per
+        // row out of 4.
+        let w = mask_info(&Mask::Local { left: 1, right: 0 }, 8, 8, 2, 2).unwrap();
+        let ws = w.shrunk();
+        assert_eq!((ws.kv_steps, ws.q_steps), (2, 2));
+        assert_eq!(ws.block_mask, vec![1, 0, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(ws.data_next, vec![0, 0, 0, 1, 1, 2, 2, 3]);
     }
 
     /// Ragged edges are padded with false, which makes edge blocks partial.
