@@ -30,7 +30,11 @@ fn assert_same_arrays(dir: &std::path::Path, fixtures: &std::path::Path, names: 
             "{}: {name}",
             fixtures.display()
         );
-        assert!(got.data == want.data, "{}: {name} differs", fixtures.display());
+        assert!(
+            got.data == want.data,
+            "{}: {name} differs",
+            fixtures.display()
+        );
     }
 }
 
@@ -41,20 +45,65 @@ fn mask_info_equals_the_numpy_construction() {
     let dense = data.join("dense_s96_sk256_bq32_bk128/mask.npy");
     let dense = dense.to_str().unwrap();
     let configs: [(&str, &[&str]); 6] = [
-        ("causal_s256_bq32_bk128", &["--mask", "causal", "--sq", "256", "--bq", "32", "--bkv", "128"]),
+        (
+            "causal_s256_bq32_bk128",
+            &[
+                "--mask", "causal", "--sq", "256", "--bq", "32", "--bkv", "128",
+            ],
+        ),
         (
             "local_l40_r8_s200_sk300_bq32_bk128",
-            &["--mask", "local:40,8", "--sq", "200", "--skv", "300", "--bq", "32", "--bkv", "128"],
+            &[
+                "--mask",
+                "local:40,8",
+                "--sq",
+                "200",
+                "--skv",
+                "300",
+                "--bq",
+                "32",
+                "--bkv",
+                "128",
+            ],
         ),
-        ("chunked_c48_s256_bq64_bk128", &["--mask", "chunked:48", "--sq", "256", "--bq", "64", "--bkv", "128"]),
+        (
+            "chunked_c48_s256_bq64_bk128",
+            &[
+                "--mask",
+                "chunked:48",
+                "--sq",
+                "256",
+                "--bq",
+                "64",
+                "--bkv",
+                "128",
+            ],
+        ),
         (
             "full_s100_sk130_bq32_bk128",
-            &["--mask", "full", "--sq", "100", "--skv", "130", "--bq", "32", "--bkv", "128"],
+            &[
+                "--mask", "full", "--sq", "100", "--skv", "130", "--bq", "32", "--bkv", "128",
+            ],
         ),
-        ("dense_s96_sk256_bq32_bk128", &["--mask", dense, "--bq", "32", "--bkv", "128"]),
+        (
+            "dense_s96_sk256_bq32_bk128",
+            &["--mask", dense, "--bq", "32", "--bkv", "128"],
+        ),
         (
             "local_l40_r8_s256_sk300_bq32_bk128_shrunk",
-            &["--mask", "local:40,8", "--sq", "256", "--skv", "300", "--bq", "32", "--bkv", "128", "--shrink"],
+            &[
+                "--mask",
+                "local:40,8",
+                "--sq",
+                "256",
+                "--skv",
+                "300",
+                "--bq",
+                "32",
+                "--bkv",
+                "128",
+                "--shrink",
+            ],
         ),
     ];
     for (name, args) in configs {
@@ -75,22 +124,78 @@ fn builder_output_drives_the_kernel_to_the_reference() {
     let case = root.join("tests/data/splash_f32_causal_gqa_h2kh1_s256d16_bq32bk128");
     let out = TempDir::new("meta-run");
     let o = pkc(&[
-        "meta", "splash", "--mask", "causal", "--sq", "256", "--bq", "32", "--bkv", "128", "-o",
+        "meta",
+        "splash",
+        "--mask",
+        "causal",
+        "--sq",
+        "256",
+        "--bq",
+        "32",
+        "--bkv",
+        "128",
+        "-o",
         out.arg(),
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("-p NP=4"), "{}", stdout(&o));
     let meta = |n: &str| format!("{n}={}", out.path().join(format!("{n}.npy")).display());
     let data = |n: &str, f: &str| format!("{n}={}", case.join(f).display());
-    let (dn, mn, bm, mb) = (meta("data_next"), meta("mask_next"), meta("block_mask"), meta("mask_blocks"));
+    let (dn, mn, bm, mb) = (
+        meta("data_next"),
+        meta("mask_next"),
+        meta("block_mask"),
+        meta("mask_blocks"),
+    );
     let (q, k, v) = (data("q", "q.npy"), data("k", "k.npy"), data("v", "v.npy"));
     let (eo, el) = (data("o", "o_expected.npy"), data("lse", "lse_expected.npy"));
     let o = pkc(&[
-        "test", "kernels/splash.pk", "-k", "splash_attention", "-p", "H=2", "-p", "KH=1", "-p",
-        "S=256", "-p", "SK=256", "-p", "D=16", "-p", "bq=32", "-p", "bk=128", "-p", "NP=4", "-p",
-        "T=f32", "-p", "sm_scale=0.25", "--in", &dn, "--in", &mn, "--in", &bm,
-        "--in", &mb, "--in", &q, "--in", &k, "--in", &v, "--expect", &eo, "--expect", &el,
-        "--rtol", "1e-5", "--atol", "1e-5",
+        "test",
+        "kernels/splash.pk",
+        "-k",
+        "splash_attention",
+        "-p",
+        "H=2",
+        "-p",
+        "KH=1",
+        "-p",
+        "S=256",
+        "-p",
+        "SK=256",
+        "-p",
+        "D=16",
+        "-p",
+        "bq=32",
+        "-p",
+        "bk=128",
+        "-p",
+        "NP=4",
+        "-p",
+        "T=f32",
+        "-p",
+        "sm_scale=0.25",
+        "--in",
+        &dn,
+        "--in",
+        &mn,
+        "--in",
+        &bm,
+        "--in",
+        &mb,
+        "--in",
+        &q,
+        "--in",
+        &k,
+        "--in",
+        &v,
+        "--expect",
+        &eo,
+        "--expect",
+        &el,
+        "--rtol",
+        "1e-5",
+        "--atol",
+        "1e-5",
     ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
 }
@@ -112,7 +217,11 @@ fn bad_masks_and_sizes_have_codes_and_write_nothing() {
         (&["--mask", "window:4", "--sq", "8"], 1, "PK5101"),
         (&["--mask", "causal", "--sq", "0"], 1, "PK5102"),
         (&["--mask", "chunked:0", "--sq", "8"], 1, "PK5102"),
-        (&["--mask", "local:0,0", "--sq", "8", "--skv", "4"], 1, "PK5103"),
+        (
+            &["--mask", "local:0,0", "--sq", "8", "--skv", "4"],
+            1,
+            "PK5103",
+        ),
         (&["--mask", floats], 1, "PK5104"),
         (&["--mask", "causal"], 2, "PK5102"),
     ];
@@ -128,7 +237,17 @@ fn bad_masks_and_sizes_have_codes_and_write_nothing() {
     // before any file changes.
     std::fs::create_dir(dir.path().join("mask_blocks.npy")).unwrap();
     let o = pkc(&[
-        "meta", "splash", "--mask", "causal", "--sq", "4", "--bq", "2", "--bkv", "2", "-o",
+        "meta",
+        "splash",
+        "--mask",
+        "causal",
+        "--sq",
+        "4",
+        "--bq",
+        "2",
+        "--bkv",
+        "2",
+        "-o",
         dir.arg(),
     ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));

@@ -51,7 +51,10 @@ pub fn splash_mask_info<'py>(
             }
         }
         (None, None) => {
-            return Err(raise(py, Rendered::plain("give a mask description or a dense mask")))
+            return Err(raise(
+                py,
+                Rendered::plain("give a mask description or a dense mask"),
+            ))
         }
     };
     let info = py
@@ -61,8 +64,17 @@ pub fn splash_mask_info<'py>(
         .arrays()
         .into_iter()
         .map(|(name, a)| {
-            let dtype = if a.dtype == pk_lang::ir::DType::I8 { "int8" } else { "int32" };
-            (name.to_string(), dtype.to_string(), a.shape, PyBytes::new(py, &a.data))
+            let dtype = if a.dtype == pk_lang::ir::DType::I8 {
+                "int8"
+            } else {
+                "int32"
+            };
+            (
+                name.to_string(),
+                dtype.to_string(),
+                a.shape,
+                PyBytes::new(py, &a.data),
+            )
         })
         .collect())
 }

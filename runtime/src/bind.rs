@@ -611,7 +611,12 @@ mod tests {
             dtype: dtype.to_string(),
             shape: shape.to_vec(),
         };
-        let got = infer_params(&path, None, &[], &[sig("i32", &[5]), sig("f32", &[64, 256])]);
+        let got = infer_params(
+            &path,
+            None,
+            &[],
+            &[sig("i32", &[5]), sig("f32", &[64, 256])],
+        );
         assert_eq!(
             got.expect("binds"),
             vec![

@@ -108,12 +108,12 @@ impl Mask {
             )));
         }
         let [rows, cols] = a.shape[..] else {
-            return Err(bad(format!(
-                "it has shape {:?}, not [S_q, S_kv]",
-                a.shape
-            )));
+            return Err(bad(format!("it has shape {:?}, not [S_q, S_kv]", a.shape)));
         };
-        let keep = npy::values(a, DType::I32).iter().map(|&v| v != 0.0).collect();
+        let keep = npy::values(a, DType::I32)
+            .iter()
+            .map(|&v| v != 0.0)
+            .collect();
         Ok(Mask::Dense { rows, cols, keep })
     }
 
@@ -328,9 +328,8 @@ pub fn mask_info(
     }
     let num_blocks = mask_blocks.len() / (bq * bkv);
     let column: Vec<i32> = (0..nq * nk).map(|f| (f % nk) as i32).collect();
-    let transpose = |v: &[i32]| -> Vec<i32> {
-        (0..nk * nq).map(|f| v[(f % nq) * nk + f / nq]).collect()
-    };
+    let transpose =
+        |v: &[i32]| -> Vec<i32> { (0..nk * nq).map(|f| v[(f % nq) * nk + f / nq]).collect() };
     let dkv_block_mask = transpose(&block_mask);
     let dkv_index = transpose(&block_index);
     let row: Vec<i32> = (0..nk * nq).map(|f| (f % nq) as i32).collect();
@@ -558,7 +557,10 @@ mod tests {
         );
         assert_eq!(Mask::parse("chunked:64"), Ok(Mask::Chunked(64)));
         for bad in ["window:3", "local:1", "local:a,b", "causal:1", ""] {
-            assert!(matches!(Mask::parse(bad), Err(SplashError::BadSpec { .. })), "{bad}");
+            assert!(
+                matches!(Mask::parse(bad), Err(SplashError::BadSpec { .. })),
+                "{bad}"
+            );
         }
         assert!(matches!(
             Mask::parse("chunked:0"),
