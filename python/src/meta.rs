@@ -19,6 +19,9 @@ type Array<'py> = (String, String, Vec<usize>, Bound<'py, PyBytes>);
 /// `chunked:C`) when `spec` is given, else the dense `[sq, skv]` mask
 /// `dense`, one byte per element (nonzero: the query sees the key). With
 /// `shrink`, the grid is shrunk to the live blocks of each row and column.
+// The arguments are the Python function's, one per keyword of
+// `pk.meta.splash_mask_info`; a struct would only move them.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (spec, dense, sq, skv, bq, bkv, shrink=false))]
 pub fn splash_mask_info<'py>(
