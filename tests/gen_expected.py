@@ -16,7 +16,7 @@ import os
 import ml_dtypes
 import numpy as np
 
-from gen import attention, layers, splash
+from gen import attention, gmm, layers, splash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -100,6 +100,7 @@ def main():
     ]
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
     cases += splash.cases()
+    cases += gmm.cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

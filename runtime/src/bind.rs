@@ -165,13 +165,35 @@ pub fn infer_params(
     Ok(out)
 }
 
-/// What the binder reads of an array a call passes: a scalar-prefetch
-/// operand or an input.
+/// One array a call passes, as the header declares it.
 struct Declared<'a> {
     name: &'a ast::Ident,
     dtype: &'a ast::Ident,
     dims: &'a [ast::Expr],
     span: Span,
+}
+
+/// The arrays a call passes, in call order: the scalar-prefetch operands
+/// (in their `prefetch (...)` clauses), then the inputs.
+fn declared_inputs(decl: &ast::KernelDecl) -> Vec<Declared<'_>> {
+    let prefetch = decl.clauses.iter().flat_map(|c| match c {
+        ast::Clause::Prefetch(ps, _) => ps.as_slice(),
+        _ => &[],
+    });
+    prefetch
+        .map(|p| Declared {
+            name: &p.name,
+            dtype: &p.dtype,
+            dims: &p.dims,
+            span: p.span,
+        })
+        .chain(decl.inputs.iter().map(|o| Declared {
+            name: &o.name,
+            dtype: &o.dtype,
+            dims: &o.dims,
+            span: o.span,
+        }))
+        .collect()
 }
 
 struct Binder<'a> {
@@ -192,26 +214,7 @@ impl Binder<'_> {
     }
 
     fn bind(&mut self, args: &[ArgSig]) {
-        // A call passes the scalar-prefetch operands first, then the inputs,
-        // as the kernel's StableHLO call and CPU reference take them.
-        let prefetch = self.decl.clauses.iter().flat_map(|c| match c {
-            ast::Clause::Prefetch(v, _) => v.as_slice(),
-            _ => &[],
-        });
-        let inputs: Vec<Declared> = prefetch
-            .map(|p| Declared {
-                name: &p.name,
-                dtype: &p.dtype,
-                dims: &p.dims,
-                span: p.span,
-            })
-            .chain(self.decl.inputs.iter().map(|o| Declared {
-                name: &o.name,
-                dtype: &o.dtype,
-                dims: &o.dims,
-                span: o.span,
-            }))
-            .collect();
+        let inputs = declared_inputs(self.decl);
         if args.len() != inputs.len() {
             let names: Vec<&str> = inputs.iter().map(|o| o.name.name.as_str()).collect();
             self.diags.push(
@@ -599,14 +602,14 @@ mod tests {
         assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
     }
 
-    /// A call passes the scalar-prefetch operands first; their shapes name
-    /// parameters like any input's.
+    /// Scalar-prefetch operands come first in a call, as in the compiled
+    /// kernel's operand order, and their sizes are inferred like inputs'.
     #[test]
-    fn prefetch_operands_come_first_and_bind_parameters() {
-        let src = "kernel gather<G = 8, R = 8, C = 128>(\n    table: f32[64, C] block [R, C] at (ids[g], 0),\n) -> y: f32[G * R, C] block [R, C] at (g, 0)\nprefetch (ids: i32[G])\ngrid (g in G arbitrary)\n{\n    y[..] = table[..];\n}\n";
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("gather.pk");
-        std::fs::write(&path, src).unwrap();
+    fn prefetch_operands_are_bound_before_the_inputs() {
+        let src = "kernel rows<G = 8, R = 16>(x: f32[R, 128] block [8, 128] at (t, 0))\n    -> y: f32[R, 128] block [8, 128] at (t, 0)\nprefetch (n: i32[G])\ngrid (t in n[0] <= R / 8 arbitrary)\n{\n    y[..] = x[..];\n}\n";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("rows.pk");
+        std::fs::write(&path, src).expect("source");
         let sig = |dtype: &str, shape: &[u64]| ArgSig {
             dtype: dtype.to_string(),
             shape: shape.to_vec(),
@@ -615,15 +618,24 @@ mod tests {
             &path,
             None,
             &[],
-            &[sig("i32", &[5]), sig("f32", &[64, 256])],
-        );
+            &[sig("i32", &[3]), sig("f32", &[64, 128])],
+        )
+        .expect("binds");
         assert_eq!(
-            got.expect("binds"),
-            vec![
-                ("G".to_string(), "5".to_string()),
-                ("C".to_string(), "256".to_string())
+            got,
+            [
+                ("G".to_string(), "3".to_string()),
+                ("R".to_string(), "64".to_string())
             ]
         );
-        assert!(infer_params(&path, None, &[], &[sig("f32", &[64, 256])]).is_err());
+        // The input alone is one array short.
+        let e = infer_params(&path, None, &[], &[sig("f32", &[64, 128])]).expect_err("count");
+        assert!(
+            e.diags[0]
+                .message
+                .contains("takes 2 arrays (n, x), 1 given"),
+            "{}",
+            e.diags[0].message
+        );
     }
 }
