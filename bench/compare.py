@@ -23,12 +23,15 @@ timed against numpy too, grouped matmul (kernels/gmm.pk) against
 jax.lax.ragged_dot, and the int8 w8a8 matmul (kernels/qmatmul.pk) against
 numpy and jax.numpy. Paged and ragged paged attention (bench/paged.py)
 are timed against jitted jax.numpy gathering the pages and attending on the
-same batch (goal: at least as fast). `--only
-base|layers|attention|gmm|qmatmul|paged` runs one group.
+same batch (goal: at least as fast). Splash attention forward
+(kernels/splash.pk), causal and a 256-key sliding window, is timed against
+dense masked numpy and jax.numpy attention and, causal, against flash
+attention. `--only base|layers|attention|gmm|qmatmul|paged|splash` runs one
+group.
 
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
-       [--only base|layers|attention|gmm|qmatmul|paged]
+       [--only base|layers|attention|gmm|qmatmul|paged|splash]
 """
 
 import argparse
@@ -326,6 +329,112 @@ def qmatmul_rows(a):
               f"(ratio {statistics.median(t_jx) / med_pk:.2f})")
 
 # ---- end of quantized matmul -------------------------------------------------
+# ---- Splash attention (kernels/splash.pk) ----------------------------------
+# Block-sparse attention driven by the mask info of `pkc meta splash`,
+# against dense masked attention in numpy and jitted jax.numpy (which compute
+# every score and mask afterwards), and, for the causal mask, against
+# kernels/flash.pk causal (which skips the same blocks by an index test).
+
+SPLASH = {"B": 1, "H": 8, "KH": 8, "S": 2048, "SK": 2048, "D": 128, "bq": 512, "bk": 512}
+# (mask, its dense form, shrink the grid): the window is timed with the
+# grid shrunk to the live blocks of each row.
+SPLASH_MASKS = [
+    ("causal", lambda r, c: c <= r, False),
+    ("local:256,0", lambda r, c: (c <= r) & (c >= r - 256), True),
+]
+
+
+def splash_pkc_bench(a, params, meta_dir, names):
+    """`pkc bench` of splash_attention with the mask info files of
+    `meta_dir` (q, k and v random)."""
+    cmd = [a.pkc, "bench", os.path.join(ROOT, "kernels/splash.pk"), "-k", "splash_attention",
+           "--json", "--iters", str(a.iters)]
+    for p in params:
+        cmd += ["-p", p]
+    for n in names:
+        cmd += ["--in", f"{n}={os.path.join(meta_dir, n + '.npy')}"]
+    if a.threads:
+        cmd += ["--threads", str(a.threads)]
+    time.sleep(0.5)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["median_s"]
+
+
+def masked_attention_np(q, k, v, scale, mask):
+    out = np.empty_like(q)
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            s = (q[b, h] @ k[b, h].T) * scale
+            s[~mask] = -np.inf
+            out[b, h] = softmax(s) @ v[b, h]
+    return out
+
+
+def masked_attention_jax(q, k, v, scale, mask):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    cpu = jax.devices("cpu")[0]
+    qj, kj, vj, mj = (jax.device_put(x, cpu) for x in (q, k, v, mask))
+
+    @jax.jit
+    def attn(q, k, v, m):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * scale
+        s = jnp.where(m, s, -jnp.inf)
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+    return lambda: attn(qj, kj, vj, mj).block_until_ready()
+
+
+def splash_rows(a):
+    """Splash attention forward, f32, per mask: pkc median and minimum, and
+    the ratios numpy / pkc, jax.numpy / pkc and flash / splash (above 1:
+    splash is faster), from alternating rounds."""
+    import tempfile
+
+    b, h, s_len, d = SPLASH["B"], SPLASH["H"], SPLASH["S"], SPLASH["D"]
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((b, h, s_len, d)).astype(np.float32) for _ in range(3))
+    scale = 1.0 / np.sqrt(d)
+    r, c = np.arange(s_len)[:, None], np.arange(s_len)[None, :]
+    names = ["data_next", "mask_next", "block_mask", "mask_blocks"]
+    for spec, keep, shrink in SPLASH_MASKS:
+        mask = keep(r, c)
+        with tempfile.TemporaryDirectory() as meta:
+            subprocess.run([a.pkc, "meta", "splash", "--mask", spec, "--sq", str(s_len),
+                            "--bq", str(SPLASH["bq"]), "--bkv", str(SPLASH["bk"]), "-o", meta]
+                           + (["--shrink"] if shrink else []),
+                           check=True, capture_output=True)
+            n_blocks = np.load(os.path.join(meta, "mask_blocks.npy")).shape[0]
+            kinds = np.load(os.path.join(meta, "block_mask.npy"))
+            live = float((kinds != 0).sum()) / (kinds.shape[0] * -(-s_len // SPLASH["bk"]))
+            params = [f"{n}={x}" for n, x in SPLASH.items()] + [
+                f"NP={n_blocks}", f"NKS={kinds.shape[1]}", "T=f32"]
+            flash = [f"{n}={x}" for n, x in SPLASH.items()] + ["T=f32", "causal=true"]
+            jx = masked_attention_jax(q, k, v, scale, mask)
+            t_np, t_pk, t_fl, t_jx = [], [], [], []
+            for _ in range(a.rounds):
+                t_np.append(median_time(lambda: masked_attention_np(q, k, v, scale, mask),
+                                        max(1, a.iters // 5)))
+                t_pk.append(splash_pkc_bench(a, params, meta, names))
+                if spec == "causal":
+                    t_fl.append(pkc_bench(a.pkc, "kernels/flash.pk", flash, a.iters, a.threads,
+                                          "flash_attention"))
+                if jx:
+                    t_jx.append(median_time(jx, a.iters))
+        med = statistics.median(t_pk)
+        grid = ", grid shrunk" if shrink else ""
+        line = (f"splash fwd {spec} B{b} H{h} S{s_len} D{d} f32 ({live:.0%} of blocks live{grid}): "
+                f"pkc median {med * 1e3:.1f} ms (min {min(t_pk) * 1e3:.1f}), "
+                f"numpy ratio {statistics.median(t_np) / med:.2f}")
+        if jx:
+            line += f", jax.numpy {statistics.median(t_jx) * 1e3:.1f} ms (ratio {statistics.median(t_jx) / med:.2f})"
+        if t_fl:
+            line += (f", flash causal {statistics.median(t_fl) * 1e3:.1f} ms "
+                     f"(min {min(t_fl) * 1e3:.1f}; ratio {statistics.median(t_fl) / med:.2f})")
+        print(line)
 
 
 def main():
@@ -335,7 +444,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
-    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul", "paged"], help="run one group of workloads")
+    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul", "paged", "splash"],
+                    help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
         sys.exit(f"{a.pkc} not found: build it with `cargo build --release --bin pkc`")
@@ -354,6 +464,9 @@ def main():
     # ---- paged and ragged paged attention (bench/paged.py) ----
     if a.only == "paged":
         paged.rows(a, median_time)
+        return
+    if a.only == "splash":
+        splash_rows(a)
         return
     rng = np.random.default_rng(0)
     n = 1024
@@ -427,6 +540,7 @@ def main():
         gmm_rows(a)
         qmatmul_rows(a)
         paged.rows(a, median_time)
+        splash_rows(a)
 
 
 if __name__ == "__main__":

@@ -55,9 +55,9 @@ enum Command {
     /// Compile any StableHLO module (e.g. a JAX model exported for TPU)
     /// ahead of time with libtpu and report code size and memory per target.
     Aot(cmd::aot::Args),
-    /// Compute the metadata library kernels take as scalar prefetch (e.g.
-    /// `pkc meta gmm`), as .npy files.
-    #[command(subcommand_required = true)]
+    /// Compute the metadata library kernels take as scalar prefetch (`pkc meta
+    /// gmm`, `pkc meta splash`), as .npy files.
+    #[command(subcommand_required = true, subcommand_value_name = "KIND")]
     Meta(cmd::meta::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),

@@ -16,7 +16,7 @@ import os
 import ml_dtypes
 import numpy as np
 
-from gen import attention, gmm, layers, paged, qmatmul
+from gen import attention, gmm, layers, paged, qmatmul, splash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -101,6 +101,7 @@ def main():
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
     cases += gmm.cases() + qmatmul.cases()
     cases += paged.cases() + paged.ragged_cases()
+    cases += splash.cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

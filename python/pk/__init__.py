@@ -23,6 +23,7 @@ import numpy as np
 from . import _pk
 from ._pk import Kernel, tpu_targets
 from .errors import PkError
+from . import meta  # noqa: F401  (pk.meta.splash_mask_info after `import pk`)
 
 __all__ = [
     "Kernel",

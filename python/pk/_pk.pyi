@@ -54,3 +54,13 @@ def gmm_metadata(
     tm: int,
     visit_empty_groups: bool = False,
 ) -> tuple[list[int], list[int], list[int], int]: ...
+
+def splash_mask_info(
+    spec: str | None,
+    dense: bytes | None,
+    sq: int,
+    skv: int,
+    bq: int,
+    bkv: int,
+    shrink: bool = False,
+) -> list[tuple[str, str, list[int], bytes]]: ...

@@ -299,6 +299,7 @@ fn _pk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aot_compile, m)?)?;
     m.add_function(wrap_pyfunction!(tpu_targets, m)?)?;
     m.add_function(wrap_pyfunction!(meta::gmm_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(meta::splash_mask_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

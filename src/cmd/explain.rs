@@ -22,6 +22,7 @@ pub fn all() -> Vec<&'static Explanation> {
     all.extend(pk_lowering::mosaic::EXPLANATIONS.iter());
     all.extend(pk_runtime::package::EXPLANATIONS.iter());
     all.extend(pk_runtime::bind::EXPLANATIONS.iter());
+    all.extend(pk_runtime::meta::splash::EXPLANATIONS.iter());
     all.extend(pk_runtime::meta::gmm::EXPLANATIONS.iter());
     all.extend(super::usage::EXPLANATIONS.iter());
     // Codes are zero-padded, so text order is numeric order.

@@ -1,33 +1,17 @@
-//! `pkc meta KIND ...`: the host-side metadata of library kernels, written
-//! as the `.npy` files the kernels take as scalar prefetch.
-//!
-//! `pkc meta gmm --group-sizes SIZES.npy --m M --tm TM [-o DIR]` writes
-//! `group_offsets.npy`, `group_ids.npy`, `m_tile_ids.npy` and
-//! `num_tiles.npy` (int32) for `kernels/gmm.pk`. The files are written
-//! together through `output::commit`: either all of them are replaced or
-//! none is.
+//! `pkc meta gmm`: the tile metadata of `kernels/gmm.pk` (`gmm`, `tgmm`)
+//! from group sizes: `group_offsets.npy`, `group_ids.npy`, `m_tile_ids.npy`
+//! and `num_tiles.npy` (int32), written together through `output::commit`:
+//! either all of them are replaced or none is.
 
-use super::common::{EXIT_ERRORS, EXIT_OK};
-use super::cpu::report_cpu;
-use super::output::{self, Output};
-use super::ui;
-use clap::{Args as ClapArgs, Subcommand};
+use super::super::common::{EXIT_ERRORS, EXIT_OK};
+use super::super::cpu::report_cpu;
+use super::super::output::{self, Output};
+use super::super::ui;
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{npy, Error, HostArray};
 use pk_runtime::meta::gmm;
 use std::path::PathBuf;
-
-#[derive(ClapArgs, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    pub what: What,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum What {
-    /// The tile metadata of `kernels/gmm.pk` (`gmm`, `tgmm`) from group sizes.
-    Gmm(GmmArgs),
-}
+use clap::Args as ClapArgs;
 
 #[derive(ClapArgs, Debug)]
 pub struct GmmArgs {
@@ -48,13 +32,7 @@ pub struct GmmArgs {
     pub out_dir: PathBuf,
 }
 
-pub fn run(a: Args) -> u8 {
-    match a.what {
-        What::Gmm(g) => run_gmm(g),
-    }
-}
-
-fn run_gmm(a: GmmArgs) -> u8 {
+pub fn run(a: GmmArgs) -> u8 {
     let sizes = match npy::read(&a.group_sizes) {
         Ok(arr) => gmm::sizes_from_npy(&arr),
         Err(e) => return report_cpu(&e),
