@@ -80,6 +80,7 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
         "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
         "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
+        "masked_store" => vec![&[("T", "i32"), ("n", "7")]],
         _ => Vec::new(),
     }
 }
@@ -260,6 +261,14 @@ grid (i in 2 arbitrary)
         "kernel k(x: f32[128, 128]) -> y: f32[128]
 { y[..] = x[.., 3]; }",
         "Sublane gather not supported by this TPU generation",
+    ),
+    (
+        "masked store of bf16",
+        "PK0350",
+        Target::V6e,
+        "kernel k(x: bf16[16, 128]) -> y: bf16[16, 128]
+{ y[..] = x[..]; store(y[..], x[..] * 2.0, mask=iota(i32, [16, 128], 1) < 64); }",
+        "masked store with non-32-bit element type",
     ),
     (
         "SMEM block of 8 i32",

@@ -47,7 +47,7 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
     let f = &k.body;
     for (id, op) in f.ops.iter() {
         let view = match &op.kind {
-            OpKind::Load(v) | OpKind::Store(v, _) => v,
+            OpKind::Load(v) | OpKind::Store(v, _, _) => v,
             _ => continue,
         };
         if let (OpKind::Load(_), Some(&r)) = (&op.kind, op.results.first()) {

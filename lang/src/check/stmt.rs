@@ -221,56 +221,7 @@ impl Builder<'_, '_> {
                 self.assign_tuple(targets, rhs, value, span);
             }
             ExprKind::Index(base, idx) => {
-                let Some((view, ty)) = self.ref_view(base, idx, target.span) else {
-                    return;
-                };
-                if !self.check_access(&view, &ty, target.span, "written") {
-                    return;
-                }
-                if self.mode != Mode::Body {
-                    self.error(
-                        Diag::new(
-                            &codes::NOT_ASSIGNABLE,
-                            "refs can only be written in kernel bodies",
-                            target.span,
-                        )
-                        .label("not in a kernel body"),
-                    );
-                    return;
-                }
-                let new = match bin {
-                    Some(b) => {
-                        let Some(old) =
-                            self.emit_v(OpKind::Load(view.clone()), ty.clone(), target.span)
-                        else {
-                            return;
-                        };
-                        self.binary(b, Val::V(old), target.span, rhs, value.span, span)
-                    }
-                    None => rhs,
-                };
-                if matches!(new, Val::Err) {
-                    return;
-                }
-                if let Val::V(x) = &new {
-                    let have = self.ty(*x);
-                    if have.dtype() != ty.dtype() {
-                        self.error(
-                            Diag::new(
-                                &codes::TYPE_MISMATCH,
-                                format!("cannot store `{have}` into a `{}` window", ty),
-                                value.span,
-                            )
-                            .label(format!("this is {have}"))
-                            .with(target.span, format!("the window is {ty}"))
-                            .help(format!("convert with `as {}`", ty.dtype())),
-                        );
-                        return;
-                    }
-                }
-                if let Some(x) = self.coerce(new, &ty, value.span) {
-                    self.f.push(self.cur, OpKind::Store(view, x), &[], span);
-                }
+                self.store_window(base, idx, target.span, bin, rhs, value.span, None, span);
             }
             _ => {
                 self.error(
@@ -284,6 +235,80 @@ impl Builder<'_, '_> {
                 );
             }
         }
+    }
+
+    /// Writes `rhs` (combined with the old contents by `bin` for `+=` and
+    /// its kin) to the window `base[idx]`: `y[..] = v`, and the builtin
+    /// `store(y[..], v, mask=m)`, which passes its (checked) mask along.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn store_window(
+        &mut self,
+        base: &Expr,
+        idx: &[ast::Index],
+        tspan: Span,
+        bin: Option<BinOp>,
+        rhs: Val,
+        vspan: Span,
+        mask: Option<&Expr>,
+        span: Span,
+    ) {
+        let Some((view, ty)) = self.ref_view(base, idx, tspan) else {
+            return;
+        };
+        if !self.check_access(&view, &ty, tspan, "written") {
+            return;
+        }
+        if self.mode != Mode::Body {
+            self.error(
+                Diag::new(
+                    &codes::NOT_ASSIGNABLE,
+                    "refs can only be written in kernel bodies",
+                    tspan,
+                )
+                .label("not in a kernel body"),
+            );
+            return;
+        }
+        let new = match bin {
+            Some(b) => {
+                let Some(old) = self.emit_v(OpKind::Load(view.clone()), ty.clone(), tspan) else {
+                    return;
+                };
+                self.binary(b, Val::V(old), tspan, rhs, vspan, span)
+            }
+            None => rhs,
+        };
+        if matches!(new, Val::Err) {
+            return;
+        }
+        if let Val::V(x) = &new {
+            let have = self.ty(*x);
+            if have.dtype() != ty.dtype() {
+                self.error(
+                    Diag::new(
+                        &codes::TYPE_MISMATCH,
+                        format!("cannot store `{have}` into a `{}` window", ty),
+                        vspan,
+                    )
+                    .label(format!("this is {have}"))
+                    .with(tspan, format!("the window is {ty}"))
+                    .help(format!("convert with `as {}`", ty.dtype())),
+                );
+                return;
+            }
+        }
+        let Some(x) = self.coerce(new, &ty, vspan) else {
+            return;
+        };
+        let mask = match mask {
+            Some(m) => match self.store_mask(m, &view, &ty, tspan) {
+                Some(m) => Some(m),
+                None => return,
+            },
+            None => None,
+        };
+        self.f
+            .push(self.cur, OpKind::Store(view, x, mask), &[], span);
     }
 
     /// `name = v` (or `name op= v`) for a `let mut` name.

@@ -244,6 +244,11 @@ codes! {
         why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",
         example: "k_scale: f32[H] in smem if QUANT\nk[..] * k_scale[h]   // error with -p QUANT=false\nif QUANT { k[..] * k_scale[h] } else { k[..] }",
     }
+    MASKED_STORE = "PK0250" "masked-store" {
+        what: "`store(y[win], v, mask=m)` is given a mask that is not a bool tile, or a window that is one element or not in VMEM.",
+        why: "A masked store writes the elements of a vector window where the mask is true and keeps the others (Pallas' `pltpu.store(ref, v, mask=m)`); Mosaic stores vectors to VMEM under a mask, one lane per element, so the mask is a bool value that broadcasts to the window's shape.",
+        example: "store(y[..], v, mask=1)   // error: not a bool\nstore(y[..], v, mask=iota(i32, [8, 128], 1) < n);",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
@@ -339,6 +344,11 @@ codes! {
         what: "On v4, a VMEM ref is read with one position in its last dimension and a vector result (a column, `x[.., j]`).",
         why: "Turning a column of a VMEM tile into a vector needs a sublane gather, which TPU v4 does not have; libtpu refuses the kernel for v4 (\"Sublane gather not supported by this TPU generation\"). Later chips compile it.",
         example: "let c = x[.., 3];   // error on v4\nlet c = sum(where(iota(i32, [128, 128], 1) == 3, x[..], 0.0), axis=1, keepdims=true);",
+    }
+    MASKED_STORE_WIDTH = "PK0350" "masked-store-width" {
+        what: "A masked store (`store(y[win], v, mask=m)`) into a ref whose dtype is not 32 bits wide (bf16, int8, ...).",
+        why: "libtpu 0.0.51 masks 32-bit stores only: it refuses a masked `tpu.vector_store` of narrower elements on every target (\"masked store with non-32-bit element type\" is not implemented), and Mosaic has no rule for `vector.maskedstore`. Merging with the old contents does the same with a read.",
+        example: "store(y[..], v, mask=m)           // error for y: bf16[16, 128]\ny[..] = where(m, v, y[..]);",
     }
     SEMANTICS = "PK0320" "grid-semantics" {
         what: "Writing an output block from a `parallel` grid axis that its index map ignores.",

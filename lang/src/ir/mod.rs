@@ -228,8 +228,11 @@ pub enum OpKind {
     /// Reads a window of a ref: a vector, or a scalar when every dimension
     /// is indexed by `Slice::Index`.
     Load(RefView),
-    /// Writes `value` (of the window's type) to a window of a ref.
-    Store(RefView, Value),
+    /// Writes `value` (of the window's type) to a window of a ref. With a
+    /// mask (a bool vector of the window's shape), only the elements where
+    /// the mask is true are written; the others keep their old contents
+    /// (Pallas' `pltpu.store(ref, v, mask=m)`).
+    Store(RefView, Value, Option<Value>),
     /// Starts a DMA from `src` to `dst`; `sem` (one semaphore) is signalled
     /// when it completes.
     DmaStart {
@@ -320,9 +323,10 @@ impl OpKind {
             OpKind::Dot { lhs, rhs, .. } => out.extend([*lhs, *rhs]),
             OpKind::Roll { value, shift, .. } => out.extend([*value, *shift]),
             OpKind::Load(v) => view(v, &mut out),
-            OpKind::Store(v, x) => {
+            OpKind::Store(v, x, mask) => {
                 view(v, &mut out);
                 out.push(*x);
+                out.extend(*mask);
             }
             OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
                 view(src, &mut out);

@@ -232,7 +232,10 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         }
         OpKind::AssumeMultiple(x, n) => format!("assume_multiple {} of {n}", val(*x)),
         OpKind::Load(v) => format!("load {}", view(v)),
-        OpKind::Store(v, x) => format!("store {} -> {}", val(*x), view(v)),
+        OpKind::Store(v, x, None) => format!("store {} -> {}", val(*x), view(v)),
+        OpKind::Store(v, x, Some(m)) => {
+            format!("store {} -> {} mask {}", val(*x), view(v), val(*m))
+        }
         OpKind::DmaStart { src, dst, sem } => {
             format!("dma_start {} -> {} sem {}", view(src), view(dst), view(sem))
         }

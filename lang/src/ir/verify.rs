@@ -482,12 +482,18 @@ impl Ctx<'_> {
                     return err(sp, format!("load result should be {t}"));
                 }
             }
-            OpKind::Store(v, x) => {
+            OpKind::Store(v, x, mask) => {
                 let t = self.view(id, v, scope)?;
                 self.check_access(id, v, &t)?;
                 let x = self.use_(id, *x, scope)?.clone();
                 if x != t || !res.is_empty() {
                     return err(sp, format!("stored value {x} does not match window {t}"));
+                }
+                if let Some(m) = mask {
+                    let m = self.use_(id, *m, scope)?.clone();
+                    if t.is_scalar() || m != t.with_dtype(DType::Bool) {
+                        return err(sp, format!("mask {m} does not match window {t}"));
+                    }
                 }
             }
             OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {

@@ -258,20 +258,24 @@ impl<'c> Mlir<'c> {
 
     // ---- tpu dialect ----
 
-    /// `tpu.vector_store`: stores a whole vector at `idx`, unmasked, without
-    /// accumulation (`add = false`, required from version 11 on).
+    /// `tpu.vector_store`: stores a vector at `idx` without accumulation
+    /// (`add = false`, required from version 11 on); with `mask` (an `i1`
+    /// vector of the stored shape, the op's last, optional operand) only
+    /// the lanes where it is true.
     pub fn tpu_vector_store(
         &self,
         at: At<'c, '_>,
         v: Val<'c>,
         mem: Val<'c>,
         idx: &[Val<'c>],
+        mask: Option<Val<'c>>,
     ) -> R<()> {
-        let seg = [1, 1, idx.len() as i32, 0];
+        let seg = [1, 1, idx.len() as i32, i32::from(mask.is_some())];
+        let operands = cat(&cat(&[v, mem], idx), mask.as_slice());
         self.op0(
             at,
             "tpu.vector_store",
-            &cat(&[v, mem], idx),
+            &operands,
             &[
                 ("add", self.bool_attr(false)),
                 ("operandSegmentSizes", self.i32_array(&seg)),

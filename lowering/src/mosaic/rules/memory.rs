@@ -147,11 +147,15 @@ pub(crate) fn load<'c>(
     Ok(v)
 }
 
+/// A store; with `mask`, the masked `tpu.vector_store` Pallas emits for
+/// `pltpu.store(ref, v, mask=m)` (the checker allows masks only on vector
+/// windows of VMEM refs).
 pub(crate) fn store<'c>(
     cx: &mut Lower<'c, '_>,
     at: At<'c, '_>,
     view: &RefView,
     x: ir::Value,
+    mask: Option<ir::Value>,
 ) -> R<()> {
     let phys = cx.phys(view.target, at.src)?;
     let w = window(cx, at, view, &phys, true)?;
@@ -167,15 +171,31 @@ pub(crate) fn store<'c>(
         {
             cx.m.memref_store(at, v, phys.mem, &w.starts)
         }
+        Space::Smem if mask.is_some() => unsupported(at, "a masked store to SMEM"),
         Space::Smem => unsupported(at, "a vector write to SMEM (SMEM holds scalars)"),
         Space::Vmem => {
             let full: Type<'c> = cx.m.vector(&w.sizes, storage);
+            let dropped = w.dropped.iter().any(|d| *d);
             if shape.is_empty() {
                 v = cx.m.broadcast(at, v, full)?;
-            } else if w.dropped.iter().any(|d| *d) {
+            } else if dropped {
                 v = cx.m.shape_cast(at, v, full)?;
             }
-            cx.m.tpu_vector_store(at, v, phys.mem, &w.starts)
+            let mask = match mask {
+                None => None,
+                Some(_) if shape.is_empty() => {
+                    return unsupported(at, "a masked store of a scalar window");
+                }
+                Some(m) => {
+                    let m = cx.val(m)?;
+                    Some(if dropped {
+                        cx.m.shape_cast(at, m, cx.m.vector(&w.sizes, cx.m.int(1)))?
+                    } else {
+                        m
+                    })
+                }
+            };
+            cx.m.tpu_vector_store(at, v, phys.mem, &w.starts, mask)
         }
         Space::Any | Space::Semaphore => unsupported(
             at,
