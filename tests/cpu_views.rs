@@ -1,5 +1,6 @@
-//! Masked stores on the CPU reference: the kernels of tests/in/ run with
-//! results derived in the test from the kernels' documented meaning.
+//! Masked stores and views of refs on the CPU reference: the kernels of
+//! tests/in/ run with results derived in the test from the kernels'
+//! documented meaning.
 
 mod cpu_support;
 
@@ -78,4 +79,84 @@ fn masked_store_keeps_masked_out_elements_f32() {
 #[test]
 fn masked_store_keeps_masked_out_elements_i32() {
     run_masked_store(DType::I32, &[("T", "i32"), ("n", "7")], 7);
+}
+
+/// `views` of tests/in/ref_views.pk: heads of `k` and `o` reached through
+/// `.at[i]`, a helper writing through a view, a view of a view, a view at
+/// a position read from SMEM and a masked store through a view.
+#[test]
+fn ref_views_read_and_write_the_windows_they_stand_for() {
+    const H: usize = 16 * 128;
+    let k: Vec<f32> = (0..4 * H).map(|i| ((i * 7) % 23) as f32 - 11.0).collect();
+    let ids = [0i64, 0, 1, 3];
+    let kern = build("tests/in/ref_views.pk", &[]);
+    let inputs = vec![
+        HostArray::from_f32(&[4, 16, 128], &k),
+        HostArray::from_ints(DType::I32, &[4], &ids),
+    ];
+    let out = kern.run(inputs, &threads(1)).expect("runs");
+    let (o, s) = (out[0].to_f32(), out[1].to_f32());
+    let at = |h: usize, r: usize, c: usize| h * H + r * 128 + c;
+    // `o` after every step: k + 1, with lanes 0..4 of rows 0..8 from `k`.
+    let o_final = |h: usize, r: usize, c: usize| {
+        if r < 8 && c < 4 {
+            k[at(h, r, c)]
+        } else {
+            k[at(h, r, c)] + 1.0
+        }
+    };
+    for h in 0..4 {
+        for r in 0..16 {
+            for c in 0..128 {
+                assert_eq!(o[at(h, r, c)], o_final(h, r, c), "o[{h}, {r}, {c}]");
+            }
+        }
+        // Step h reads row 3 of head ids[h] before its own masked store:
+        // an earlier head is final, head h itself is still k + 1.
+        let j = ids[h] as usize;
+        for c in 0..128 {
+            let row3 = if j < h {
+                o_final(j, 3, c)
+            } else {
+                k[at(j, 3, c)] + 1.0
+            };
+            for r in 0..8 {
+                assert_eq!(s[at(h, r, c)], 2.0 * k[at(h, 8 + r, c)], "s[{h}, {r}, {c}]");
+                assert_eq!(s[at(h, 8 + r, c)], row3, "s[{h}, {}, {c}]", 8 + r);
+            }
+        }
+    }
+}
+
+/// `paged` of tests/in/ref_views.pk: pages chosen at run time copied by
+/// DMA between views (of an HBM ref, a VMEM slot and a semaphore) passed
+/// to a helper, in bf16 and f32.
+#[test]
+fn ref_views_carry_dma_pages() {
+    const P: usize = 32 * 128;
+    let kv: Vec<f32> = (0..8 * P).map(|i| ((i * 5) % 31) as f32 - 15.0).collect();
+    let ids = [5i64, 2, 7, 2];
+    for (t, arr) in [
+        ("bf16", HostArray::bf16_from_f32(&[8, 32, 128], &kv)),
+        ("f32", HostArray::from_f32(&[8, 32, 128], &kv)),
+    ] {
+        let kern = cpu_support::try_build_kernel(
+            &cpu_support::root().join("tests/in/ref_views.pk"),
+            Some("paged"),
+            &[("T", t)],
+            false,
+        )
+        .expect("builds");
+        let inputs = vec![arr, HostArray::from_ints(DType::I32, &[4], &ids)];
+        let o = kern.run(inputs, &threads(1)).expect("runs")[0].to_f32();
+        for (i, &page) in ids.iter().enumerate() {
+            for r in 0..32 {
+                for c in 0..128 {
+                    let v = kv[page as usize * P + r * 128 + c];
+                    let want = if r >= 16 { 2.0 * v } else { v };
+                    assert_eq!(o[i * P + r * 128 + c], want, "{t} o[{i}, {r}, {c}]");
+                }
+            }
+        }
+    }
 }

@@ -81,6 +81,7 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
         "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
         "masked_store" => vec![&[("T", "i32"), ("n", "7")]],
+        "ref_views" => vec![&[("T", "f32")], &[("T", "i8")]],
         _ => Vec::new(),
     }
 }
@@ -374,6 +375,11 @@ fn loop_kernel(dtype: &str, lo: u32, step: u32, off: u32) -> String {
 const STRICTER: &[&str] = &[
     "f32 loop 4..n[0] step 8 at c + 0 on v6e",
     "f32 loop 0..n[0] step 4 at c + 0 on tpu7x",
+    // A view at `i * 64 - 16` read 16 rows further in: the position is
+    // `(i * 64 - 16) + 16`, which libtpu folds to `i * 64` (aligned) and
+    // pk's alignment rule, which proves no sums, does not.
+    "load of i8 R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128] with S = i * 64 - 16 on v6e",
+    "store of i8 R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128] with S = i * 64 - 16 on tpu7x",
 ];
 
 /// The dtypes of the run-time index corpus, with a value of each to store.
@@ -442,6 +448,45 @@ grid (i in 4 arbitrary)
     }
 }
 
+/// Accesses through views of refs (`R.at[...]` then a window of the view,
+/// `R` the ref) with one run-time position `S`, in the view or in the
+/// window, with the shape accessed: the checker judges the summed position
+/// in the underlying ref, as libtpu does.
+const VIEW_WINDOWS: &[(&str, &str)] = &[
+    ("R.at[0, 0][ds(S, 32), 0..128]", "32, 128"),
+    ("R.at[0, 0, ds(S, 32)][.., 0..128]", "32, 128"),
+    ("R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128]", "32, 128"),
+    ("R.at[S][0, 0..32, 0..128]", "32, 128"),
+    ("R.at[0, 0, 0..32][.., ds(S, 128)]", "32, 128"),
+    ("R.at[0, S][0..32, 0..128]", "32, 128"),
+];
+
+/// One kernel of the view corpus: a load from `x` or a store to `y`.
+fn view_kernel(
+    dtype: &str,
+    value: &str,
+    (access, shape): (&str, &str),
+    start: &str,
+    store: bool,
+) -> String {
+    let a = access.replace('S', start);
+    if store {
+        let a = a.replace('R', "y");
+        format!(
+            "kernel k(ids: i32[4] in smem) -> y: {dtype}[2, 4, 64, 256]
+grid (i in 4 arbitrary)
+{{ {a} = {value}; }}"
+        )
+    } else {
+        let a = a.replace('R', "x");
+        format!(
+            "kernel k(x: {dtype}[2, 4, 64, 256], ids: i32[4] in smem) -> y: f32[{shape}]
+grid (i in 4 arbitrary)
+{{ y[..] = {a} as f32; }}"
+        )
+    }
+}
+
 /// How libtpu takes `src` lowered without the checker's TPU rules: `None`
 /// when it compiles, else the line of its message that names the error.
 fn libtpu_refusal(plugin: &'static Plugin, src: &str, target: Target) -> Option<String> {
@@ -503,6 +548,20 @@ fn libtpu_agrees_on_run_time_indices() {
                         window.0
                     );
                     cases.push((what, index_kernel(dtype, value, *window, start, store)));
+                }
+            }
+        }
+    }
+    for (dtype, value) in INDEX_DTYPES {
+        for access in VIEW_WINDOWS {
+            for start in INDEX_STARTS {
+                for store in [false, true] {
+                    let what = format!(
+                        "{} of {dtype} {} with S = {start}",
+                        if store { "store" } else { "load" },
+                        access.0
+                    );
+                    cases.push((what, view_kernel(dtype, value, *access, start, store)));
                 }
             }
         }

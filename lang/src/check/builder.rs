@@ -495,6 +495,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             }
             ExprKind::Call(p, args) => self.call(p, args, e.span),
             ExprKind::Index(base, idx) => self.load(base, idx, e.span),
+            ExprKind::At(base, m, idx) => self.at(base, m, idx, e.span),
             ExprKind::List(items) => {
                 Val::List(items.iter().map(|i| (self.expr(i), i.span)).collect())
             }
@@ -539,7 +540,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     )
                     .label("a tuple")
                     .help("take it apart first: `let (a, b) = ...;`"),
-                    Val::Ref(_) => diag.help(
+                    Val::Ref(_) | Val::View(_) => diag.help(
                         "read a ref with `x[..]` (all of it) or `x[i, ds(j, 128)]` (a window)",
                     ),
                     Val::Unit => {
@@ -1060,36 +1061,16 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     // ---- Refs ----------------------------------------------------------------
 
-    /// The ref an expression names, or an error.
-    pub fn ref_of(&mut self, e: &Expr) -> Option<RefId> {
-        match self.expr(e) {
-            Val::Ref(r) => Some(r),
-            Val::Err => None,
-            other => {
-                let d = self.describe(&other);
-                self.error(
-                    Diag::new(
-                        &codes::NOT_INDEXABLE,
-                        format!("only refs can be indexed; this is {d}"),
-                        e.span,
-                    )
-                    .label("not a ref")
-                    .help("operands, scratch buffers, prefetch arrays and semaphores are refs"),
-                );
-                None
-            }
-        }
-    }
-
-    /// A window of a ref: `x[..]`, `x[i, ds(j, 128)]`, `x[0..8, :]`.
+    /// A window of a ref or of a view of one (`k.at[h]`): `x[..]`,
+    /// `x[i, ds(j, 128)]`, `x[0..8, :]`.
     pub fn ref_view(
         &mut self,
         base: &Expr,
         idx: &[ast::Index],
         span: Span,
     ) -> Option<(RefView, Type)> {
-        let r = self.ref_of(base)?;
-        self.ref_view_of(r, idx, span)
+        let sub = self.sub_ref_of(base)?;
+        self.sub_view(&sub, idx, span)
     }
 
     /// [`Builder::ref_view`] of a ref already evaluated from `base`.
@@ -1099,9 +1080,29 @@ impl<'c, 'p> Builder<'c, 'p> {
         idx: &[ast::Index],
         span: Span,
     ) -> Option<(RefView, Type)> {
-        let rt = self.refs[r].ty.clone();
+        let sub = self.whole_ref(r);
+        self.sub_view(&sub, idx, span)
+    }
+
+    /// The window `idx` selects from dimensions of sizes `shape` of ref
+    /// `r` (the whole ref, or the dimensions a view keeps): one slice per
+    /// dimension, and the window's shape.
+    pub(super) fn window_of(
+        &mut self,
+        r: RefId,
+        dims: &[Dim],
+        idx: &[ast::Index],
+        span: Span,
+    ) -> Option<(Vec<Slice>, Vec<Dim>)> {
+        // Messages describe the ref itself, or the view's type.
+        let whole = self.refs[r].ty.shape == dims;
+        let rt = if whole {
+            self.refs[r].ty.to_string()
+        } else {
+            Type::of(self.refs[r].ty.dtype, dims.to_vec()).to_string()
+        };
         let name = self.refs[r].name.clone();
-        let rank = rt.shape.len();
+        let rank = dims.len();
         let rests = idx
             .iter()
             .filter(|i| matches!(i, ast::Index::Rest(_)))
@@ -1138,7 +1139,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             match ix {
                 ast::Index::Rest(_) => {
                     for _ in 0..(rank - explicit) {
-                        let d = rt.shape[dim].clone();
+                        let d = dims[dim].clone();
                         slices.push(Slice::Range {
                             start: Start::Const(0),
                             size: d.get(),
@@ -1148,7 +1149,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     }
                 }
                 ast::Index::Full(_) => {
-                    let d = rt.shape[dim].clone();
+                    let d = dims[dim].clone();
                     slices.push(Slice::Range {
                         start: Start::Const(0),
                         size: d.get(),
@@ -1163,7 +1164,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     );
                     match (l, h) {
                         (Some(l), Some(h)) if 0 <= l && l < h => {
-                            self.static_bounds(&name, &rt.shape[dim], l, h - l, *sp);
+                            self.static_bounds(&name, &dims[dim], l, h - l, *sp);
                             slices.push(Slice::Range {
                                 start: Start::Const(l as u64),
                                 size: (h - l) as u64,
@@ -1188,7 +1189,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 ast::Index::Expr(e) => {
                     if let ExprKind::Call(p, args) = &e.kind {
                         if p.segments.len() == 1 && p.segments[0].name == "ds" {
-                            match self.ds(&name, &rt.shape[dim], args, e.span) {
+                            match self.ds(&name, &dims[dim], args, e.span) {
                                 Some((s, size)) => {
                                     slices.push(s);
                                     shape.push(Dim::Known(size as i64));
@@ -1202,7 +1203,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     match self.start(e) {
                         Some(s) => {
                             if let Start::Const(c) = s {
-                                self.static_bounds(&name, &rt.shape[dim], c as i64, 1, e.span);
+                                self.static_bounds(&name, &dims[dim], c as i64, 1, e.span);
                             }
                             slices.push(Slice::Index(s));
                         }
@@ -1214,7 +1215,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         }
         // Dimensions not mentioned are taken whole, as in numpy.
         while dim < rank {
-            let d = rt.shape[dim].clone();
+            let d = dims[dim].clone();
             slices.push(Slice::Range {
                 start: Start::Const(0),
                 size: d.get(),
@@ -1225,13 +1226,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         if !ok {
             return None;
         }
-        Some((
-            RefView {
-                target: r,
-                index: slices,
-            },
-            Type::of(rt.dtype, shape),
-        ))
+        Some((slices, shape))
     }
 
     fn static_bounds(&mut self, name: &str, dim: &Dim, start: i64, size: i64, span: Span) {
@@ -1339,8 +1334,9 @@ impl<'c, 'p> Builder<'c, 'p> {
     }
 
     fn load(&mut self, base: &Expr, idx: &[ast::Index], span: Span) -> Val {
-        let r = match self.expr(base) {
-            Val::Ref(r) => r,
+        let sub = match self.expr(base) {
+            Val::Ref(r) => self.whole_ref(r),
+            Val::View(s) => *s,
             Val::V(x) => return self.slice_value(x, base, idx, span),
             Val::Err => return Val::Err,
             other => {
@@ -1358,7 +1354,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 );
             }
         };
-        let Some((view, ty)) = self.ref_view_of(r, idx, span) else {
+        let Some((view, ty)) = self.sub_view(&sub, idx, span) else {
             return Val::Err;
         };
         if !self.check_access(&view, &ty, span, "read") {

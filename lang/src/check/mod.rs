@@ -19,6 +19,7 @@ mod stmt;
 mod tuple;
 mod unroll;
 pub mod value;
+mod views;
 mod when;
 
 /// Whether `name` is a builtin function.

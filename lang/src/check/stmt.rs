@@ -185,7 +185,7 @@ impl Builder<'_, '_> {
             );
             return None;
         }
-        if matches!(v, Val::Ref(_) | Val::Dtype(_) | Val::List(_)) {
+        if matches!(v, Val::Ref(_) | Val::View(_) | Val::Dtype(_) | Val::List(_)) {
             let d = self.describe(&v);
             self.error(
                 Diag::new(

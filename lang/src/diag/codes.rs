@@ -244,6 +244,11 @@ codes! {
         why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",
         example: "k_scale: f32[H] in smem if QUANT\nk[..] * k_scale[h]   // error with -p QUANT=false\nif QUANT { k[..] * k_scale[h] } else { k[..] }",
     }
+    REF_VIEW = "PK0251" "ref-view" {
+        what: "`.at[...]` is taken of something that is not a ref or a view of one, or a member other than `at` is used.",
+        why: "`k.at[h]` is a view of the ref `k` (Pallas' `k_ref.at[h]`): a ref of lower rank that can be indexed, written and passed to functions. Values are sliced directly (`v[0..8, :]`), and refs have no other members.",
+        example: "let kh = k[..].at[0];   // error: a value\nlet kh = k.at[0];",
+    }
     MASKED_STORE = "PK0250" "masked-store" {
         what: "`store(y[win], v, mask=m)` is given a mask that is not a bool tile, or a window that is one element or not in VMEM.",
         why: "A masked store writes the elements of a vector window where the mask is true and keeps the others (Pallas' `pltpu.store(ref, v, mask=m)`); Mosaic stores vectors to VMEM under a mask, one lane per element, so the mask is a bool value that broadcasts to the window's shape.",

@@ -599,7 +599,7 @@ impl Builder<'_, '_> {
             };
             let what = ["source", "destination", "semaphore"][i];
             match self.expr(base) {
-                Val::Ref(_) => {}
+                Val::Ref(_) | Val::View(_) => {}
                 Val::Err => return Val::Err,
                 other => {
                     let d = self.describe(&other);
@@ -620,9 +620,15 @@ impl Builder<'_, '_> {
             let space = self.refs[view.target].ty.space;
             let is_sem = space == crate::ir::Space::Semaphore;
             // A lone semaphore (`sem: dma_sem`) is used without an index.
+            // So is one semaphore of a view (`sem.at[slot]`): its remaining
+            // size-1 dimensions become single positions.
             if is_sem && idx.is_empty() && ty.elements() == Some(1) {
-                view.index =
-                    vec![crate::ir::Slice::Index(crate::ir::Start::Const(0)); view.index.len()];
+                use crate::ir::Slice;
+                for s in &mut view.index {
+                    if let Slice::Range { start, .. } = *s {
+                        *s = Slice::Index(start);
+                    }
+                }
                 ty = Type::Scalar(ty.dtype());
             }
             if (i == 2) != is_sem {

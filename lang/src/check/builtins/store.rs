@@ -24,7 +24,7 @@ impl Builder<'_, '_> {
             _ => (target, &[]),
         };
         match self.expr(base) {
-            Val::Ref(_) => {}
+            Val::Ref(_) | Val::View(_) => {}
             Val::Err => return Val::Err,
             other => {
                 let d = self.describe(&other);
