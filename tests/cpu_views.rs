@@ -160,3 +160,55 @@ fn ref_views_carry_dma_pages() {
         }
     }
 }
+
+/// `tests/in/repeat.pk` against `jnp.repeat`'s definition: element `i`
+/// of the repeated axis lands at `i * n .. i * n + n`; f32, bf16 and i8.
+#[test]
+fn repeat_repeats_each_element_along_its_axis() {
+    let x: Vec<i64> = (0..32 * 128).map(|i| (i % 61) as i64 - 30).collect();
+    let z: Vec<i64> = (0..2 * 16 * 128).map(|i| (i % 53) as i64 - 26).collect();
+    for t in ["f32", "bf16", "i8"] {
+        let arr = |shape: &[usize], v: &[i64]| {
+            let f: Vec<f32> = v.iter().map(|x| *x as f32).collect();
+            match t {
+                "f32" => HostArray::from_f32(shape, &f),
+                "bf16" => HostArray::bf16_from_f32(shape, &f),
+                _ => HostArray::from_ints(DType::I8, shape, v),
+            }
+        };
+        let k = build("tests/in/repeat.pk", &[("T", t)]);
+        let out = k
+            .run(
+                vec![arr(&[32, 128], &x), arr(&[2, 16, 128], &z)],
+                &threads(1),
+            )
+            .expect("runs");
+        let got: Vec<Vec<i64>> = out
+            .iter()
+            .map(|a| a.to_f64().iter().map(|v| *v as i64).collect())
+            .collect();
+        for r in 0..64 {
+            for c in 0..128 {
+                assert_eq!(got[0][r * 128 + c], x[(r / 2) * 128 + c], "{t} a[{r}, {c}]");
+            }
+        }
+        for r in 0..24 {
+            for c in 0..128 {
+                assert_eq!(got[1][r * 128 + c], x[(r / 3) * 128 + c], "{t} b[{r}, {c}]");
+            }
+        }
+        for r in 0..32 {
+            for c in 0..128 {
+                assert_eq!(got[2][r * 128 + c], x[r * 128 + c / 2], "{t} c[{r}, {c}]");
+            }
+        }
+        for p in 0..2 {
+            for r in 0..32 {
+                for c in 0..128 {
+                    let want = z[p * 16 * 128 + (r / 2) * 128 + c];
+                    assert_eq!(got[3][(p * 32 + r) * 128 + c], want, "{t} d[{p}, {r}, {c}]");
+                }
+            }
+        }
+    }
+}

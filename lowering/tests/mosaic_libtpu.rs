@@ -82,6 +82,7 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
         "masked_store" => vec![&[("T", "i32"), ("n", "7")]],
         "ref_views" => vec![&[("T", "f32")], &[("T", "i8")]],
+        "repeat" => vec![&[("T", "bf16")], &[("T", "i8")]],
         _ => Vec::new(),
     }
 }
@@ -270,6 +271,14 @@ grid (i in 2 arbitrary)
         "kernel k(x: bf16[16, 128]) -> y: bf16[16, 128]
 { y[..] = x[..]; store(y[..], x[..] * 2.0, mask=iota(i32, [16, 128], 1) < 64); }",
         "masked store with non-32-bit element type",
+    ),
+    (
+        "repeat of a rank-1 value",
+        "PK0351",
+        Target::V5e,
+        "kernel k(x: f32[128]) -> y: f32[256]
+{ y[..] = repeat(x[..], 2, axis=0); }",
+        "unsupported shape cast",
     ),
     (
         "SMEM block of 8 i32",

@@ -355,6 +355,11 @@ codes! {
         why: "libtpu 0.0.51 masks 32-bit stores only: it refuses a masked `tpu.vector_store` of narrower elements on every target (\"masked store with non-32-bit element type\" is not implemented), and Mosaic has no rule for `vector.maskedstore`. Merging with the old contents does the same with a read.",
         example: "store(y[..], v, mask=m)           // error for y: bf16[16, 128]\ny[..] = where(m, v, y[..]);",
     }
+    REPEAT_RANK1 = "PK0351" "repeat-rank1" {
+        what: "`repeat(x, n, axis=0)` of a rank-1 value.",
+        why: "`repeat` splits the repeated axis in two and broadcasts (as `jnp.repeat` lowers); Mosaic cannot lay out that split for a rank-1 vector and libtpu 0.0.51 refuses it on every target (\"unsupported shape cast\"). The same repeat of a 2-D value with one row compiles.",
+        example: "let r = repeat(x[0, :], 2, axis=0);   // error: rank 1\nlet r = repeat(x[0..1, :], 2, axis=1);",
+    }
     SEMANTICS = "PK0320" "grid-semantics" {
         what: "Writing an output block from a `parallel` grid axis that its index map ignores.",
         why: "Parallel steps may run on different cores; two of them writing the same output block race. Mark the axis `arbitrary` to accumulate over it.",

@@ -174,6 +174,12 @@ pub static BUILTINS: &[Builtin] = &[
     ),
     call!("tile", "(x, [reps])", exactly(2), |b, _, a, s| b.tile(a, s)),
     call!(
+        "repeat",
+        "(x, n, axis=k)",
+        keywords(exactly(2), &["axis"]),
+        |b, _, a, s| b.repeat(a, s)
+    ),
+    call!(
         "sum",
         "(x, axis=, keepdims=)",
         keywords(exactly(1), AXIS_KW),
