@@ -212,3 +212,64 @@ fn repeat_repeats_each_element_along_its_axis() {
         }
     }
 }
+
+/// `tests/in/strided.pk`: rows `stride` apart read and written, at
+/// constant and run-time starts and through a view.
+#[test]
+fn strided_windows_take_every_stride_th_row() {
+    const C: usize = 128;
+    let x: Vec<f32> = (0..64 * C).map(|i| ((i * 3) % 41) as f32 - 20.0).collect();
+    let w: Vec<f32> = (0..2 * 16 * C)
+        .map(|i| ((i * 5) % 37) as f32 - 18.0)
+        .collect();
+    let first: Vec<f32> = (0..32 * C).map(|i| ((i * 11) % 43) as f32 - 21.0).collect();
+    let k = build("tests/in/strided.pk", &[]);
+    let inputs = vec![
+        HostArray::from_f32(&[64, 128], &x),
+        HostArray::from_f32(&[2, 16, 128], &w),
+        HostArray::from_f32(&[32, 128], &first),
+    ];
+    for t in [1, 2] {
+        let out = k.run(inputs.clone(), &threads(t)).expect("runs");
+        let (e, o, y, z) = (
+            out[0].to_f32(),
+            out[1].to_f32(),
+            out[2].to_f32(),
+            out[3].to_f32(),
+        );
+        for i in 0..2 {
+            for r in 0..16 {
+                for c in 0..C {
+                    let row = |k: usize| x[(32 * i + k) * C + c];
+                    assert_eq!(
+                        e[(16 * i + r) * C + c],
+                        row(2 * r),
+                        "e[{}, {c}]",
+                        16 * i + r
+                    );
+                    assert_eq!(
+                        o[(16 * i + r) * C + c],
+                        row(2 * r + 1),
+                        "o[{}, {c}]",
+                        16 * i + r
+                    );
+                }
+            }
+            for r in 0..32 {
+                for c in 0..C {
+                    let want = if r % 4 == 0 {
+                        2.0 * first[(8 * i + 3 * (r / 4)) * C + c]
+                    } else {
+                        x[(32 * i + r) * C + c]
+                    };
+                    assert_eq!(y[(32 * i + r) * C + c], want, "y[{}, {c}]", 32 * i + r);
+                }
+            }
+        }
+        for r in 0..8 {
+            for c in 0..C {
+                assert_eq!(z[r * C + c], w[(16 + 2 * r) * C + c], "z[{r}, {c}]");
+            }
+        }
+    }
+}

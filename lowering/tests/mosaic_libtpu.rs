@@ -281,6 +281,30 @@ grid (i in 2 arbitrary)
         "unsupported shape cast",
     ),
     (
+        "strided window with a lane stride",
+        "PK0352",
+        Target::V5e,
+        "kernel k(x: f32[32, 128]) -> y: f32[8, 64]
+{ y[..] = x[ds(0, 8, 2), ds(0, 64, 2)]; }",
+        "Stride on last dim is not 1",
+    ),
+    (
+        "strided store of bf16",
+        "PK0352",
+        Target::V6e,
+        "kernel k(x: bf16[16, 128]) -> y: bf16[32, 128]
+{ y[..] = zeros(bf16, [32, 128]); y[ds(0, 16, 2), :] = x[..]; }",
+        "Strided store with non 32-bit data",
+    ),
+    (
+        "strided window of a ref of 256 lanes",
+        "PK0352",
+        Target::V4,
+        "kernel k(x: f32[32, 256]) -> y: f32[8, 256]
+{ y[..] = x[ds(0, 8, 2), :]; }",
+        "The last dim size is not 128",
+    ),
+    (
         "SMEM block of 8 i32",
         "PK0302",
         Target::V5e,
@@ -470,6 +494,13 @@ const VIEW_WINDOWS: &[(&str, &str)] = &[
     ("R.at[0, S][0..32, 0..128]", "32, 128"),
 ];
 
+/// Strided windows of a `[2, 64, 128]` ref with a run-time start `S`:
+/// every second and every third row.
+const STRIDED_WINDOWS: &[(&str, &str)] = &[
+    ("R[1, ds(S, 8, 2), :]", "8, 128"),
+    ("R[1, ds(S, 8, 3), :]", "8, 128"),
+];
+
 /// One kernel of the view corpus: a load from `x` or a store to `y`.
 fn view_kernel(
     dtype: &str,
@@ -571,6 +602,22 @@ fn libtpu_agrees_on_run_time_indices() {
                         access.0
                     );
                     cases.push((what, view_kernel(dtype, value, *access, start, store)));
+                }
+            }
+        }
+    }
+    for (dtype, value) in INDEX_DTYPES {
+        for access in STRIDED_WINDOWS {
+            for start in ["i * 8", "i * 16", "i", "ids[i]", "multiple_of(ids[i], 8)"] {
+                for store in [false, true] {
+                    let what = format!(
+                        "{} of {dtype} {} with S = {start}",
+                        if store { "store" } else { "load" },
+                        access.0
+                    );
+                    let src = view_kernel(dtype, value, *access, start, store)
+                        .replace("[2, 4, 64, 256]", "[2, 64, 128]");
+                    cases.push((what, src));
                 }
             }
         }

@@ -117,14 +117,10 @@ fn unaligned(f: &Func, k: &Kernel, view: &RefView) -> Option<(usize, u64)> {
     }
     let rank = view.index.len();
     for (d, s) in view.index.iter().enumerate() {
-        let (Slice::Index(Start::Dyn(v))
-        | Slice::Range {
-            start: Start::Dyn(v),
-            ..
-        }) = s
-        else {
+        let Start::Dyn(v) = s.start() else {
             continue;
         };
+        let v = &v;
         let m = if d + 1 == rank {
             LANES
         } else if d + 2 == rank {

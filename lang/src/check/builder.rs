@@ -1250,16 +1250,20 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     /// `ds(start, size)`: a dynamic or static start and a static size.
     fn ds(&mut self, name: &str, dim: &Dim, args: &[ast::Arg], span: Span) -> Option<(Slice, u64)> {
-        if args.len() != 2 || args.iter().any(|a| a.name.is_some()) {
+        if !(2..=3).contains(&args.len()) || args.iter().any(|a| a.name.is_some()) {
             self.error(
-                Diag::new(&codes::ARITY, "`ds` takes a start and a size", span)
+                Diag::new(&codes::ARITY, "`ds` takes a start, a size and an optional stride", span)
                     .label("wrong arguments")
                     .help(
-                        "`ds(start, size)`: start may be computed at run time, size is a constant",
+                        "`ds(start, size)` or `ds(start, size, stride)`: start may be computed at run time, size and stride are constants",
                     ),
             );
             return None;
         }
+        let stride = match args.get(2) {
+            Some(a) => self.ds_stride(&a.value)?,
+            None => 1,
+        };
         let size = self.const_int(&args[1].value, "a slice size")?;
         if size <= 0 {
             self.error(
@@ -1272,12 +1276,14 @@ impl<'c, 'p> Builder<'c, 'p> {
             );
             return None;
         }
+        // The positions a strided window spans, first to last.
+        let extent = (size - 1).saturating_mul(stride as i64).saturating_add(1);
         if let Some(n) = dim.known() {
-            if size > n {
+            if extent > n {
                 self.error(
                     Diag::new(
                         &codes::OUT_OF_BOUNDS,
-                        format!("slice of size {size} does not fit dimension {n} of `{name}`"),
+                        format!("slice spanning {extent} positions does not fit dimension {n} of `{name}`"),
                         args[1].value.span,
                     )
                     .label("too large"),
@@ -1287,15 +1293,19 @@ impl<'c, 'p> Builder<'c, 'p> {
         }
         let start = self.start(&args[0].value)?;
         if let Start::Const(c) = start {
-            self.static_bounds(name, dim, c as i64, size, span);
+            self.static_bounds(name, dim, c as i64, extent, span);
         }
-        Some((
-            Slice::Range {
+        let size = size as u64;
+        let slice = if stride == 1 {
+            Slice::Range { start, size }
+        } else {
+            Slice::Strided {
                 start,
-                size: size as u64,
-            },
-            size as u64,
-        ))
+                size,
+                stride,
+            }
+        };
+        Some((slice, size))
     }
 
     /// A position: a constant, or a scalar i32 value.
@@ -1357,7 +1367,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         let Some((view, ty)) = self.sub_view(&sub, idx, span) else {
             return Val::Err;
         };
-        if !self.check_access(&view, &ty, span, "read") {
+        if !self.check_access(&view, &ty, span, "read") || !self.check_strides(&view, span) {
             return Val::Err;
         }
         let r = &self.refs[view.target];

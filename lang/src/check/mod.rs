@@ -16,6 +16,7 @@ mod ragged;
 pub mod rules;
 mod slice;
 mod stmt;
+mod strided;
 mod tuple;
 mod unroll;
 pub mod value;

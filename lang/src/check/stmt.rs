@@ -255,7 +255,19 @@ impl Builder<'_, '_> {
         let Some((view, ty)) = self.ref_view(base, idx, tspan) else {
             return;
         };
-        if !self.check_access(&view, &ty, tspan, "written") {
+        if !self.check_access(&view, &ty, tspan, "written") || !self.check_strides(&view, tspan) {
+            return;
+        }
+        if mask.is_some() && view.index.iter().any(|s| s.stride() != 1) {
+            self.error(
+                Diag::new(
+                    &codes::STRIDED_WINDOW,
+                    "a masked store cannot be strided",
+                    tspan,
+                )
+                .label("`ds(start, size, stride)` with `mask=`")
+                .help("store the strided window whole, or mask a unit-stride window"),
+            );
             return;
         }
         if self.mode != Mode::Body {

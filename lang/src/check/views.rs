@@ -93,6 +93,17 @@ impl Builder<'_, '_> {
         let Some((view, ty)) = self.sub_view(&sub, idx, span) else {
             return Val::Err;
         };
+        if view.index.iter().any(|s| s.stride() != 1) {
+            return self.error(
+                Diag::new(
+                    &codes::STRIDED_WINDOW,
+                    "a view cannot be strided",
+                    span,
+                )
+                .label("`ds(start, size, stride)` in a view")
+                .help("take the strided window when reading or writing: `k.at[h][ds(0, 8, 2), :]`"),
+            );
+        }
         Val::View(Box::new(SubRef {
             target: view.target,
             index: view.index,
@@ -115,11 +126,22 @@ impl Builder<'_, '_> {
         for s in &sub.index {
             index.push(match s {
                 Slice::Index(_) => *s,
-                Slice::Range { start, .. } => match inner.next()? {
+                // `at` refuses strided windows, so a view's kept
+                // dimensions are ranges.
+                Slice::Range { start, .. } | Slice::Strided { start, .. } => match inner.next()? {
                     Slice::Index(i) => Slice::Index(self.add_start(*start, i, span)?),
                     Slice::Range { start: i, size } => Slice::Range {
                         start: self.add_start(*start, i, span)?,
                         size,
+                    },
+                    Slice::Strided {
+                        start: i,
+                        size,
+                        stride,
+                    } => Slice::Strided {
+                        start: self.add_start(*start, i, span)?,
+                        size,
+                        stride,
                     },
                 },
             });

@@ -141,6 +141,11 @@ fn view(v: &RefView) -> String {
         .map(|s| match s {
             Slice::Index(st) => start(st),
             Slice::Range { start: st, size } => format!("{}+:{size}", start(st)),
+            Slice::Strided {
+                start: st,
+                size,
+                stride,
+            } => format!("{}+:{size}:{stride}", start(st)),
         })
         .collect::<Vec<_>>()
         .join(", ");

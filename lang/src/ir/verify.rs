@@ -609,6 +609,10 @@ impl Ctx<'_> {
                     shape.push(Dim::Known(*size as i64));
                     (start, *size)
                 }
+                Slice::Strided { start, size, .. } => {
+                    shape.push(Dim::Known(*size as i64));
+                    (start, s.extent())
+                }
             };
             match st {
                 Start::Dyn(x) => {

@@ -284,6 +284,45 @@ impl<'c> Mlir<'c> {
         )
     }
 
+    /// `tpu.strided_load`: a vector of `ty` read at `idx`, `strides[d]`
+    /// elements apart in memref dimension `d`.
+    pub fn tpu_strided_load(
+        &self,
+        at: At<'c, '_>,
+        mem: Val<'c>,
+        idx: &[Val<'c>],
+        strides: &[u64],
+        ty: Type<'c>,
+    ) -> R<Val<'c>> {
+        let s: Vec<i32> = strides.iter().map(|s| *s as i32).collect();
+        self.op1(
+            at,
+            "tpu.strided_load",
+            &cat(&[mem], idx),
+            ty,
+            &[("strides", self.i32_array(&s))],
+        )
+    }
+
+    /// `tpu.strided_store`: `v` written at `idx`, `strides[d]` elements
+    /// apart in memref dimension `d`.
+    pub fn tpu_strided_store(
+        &self,
+        at: At<'c, '_>,
+        v: Val<'c>,
+        mem: Val<'c>,
+        idx: &[Val<'c>],
+        strides: &[u64],
+    ) -> R<()> {
+        let s: Vec<i32> = strides.iter().map(|s| *s as i32).collect();
+        self.op0(
+            at,
+            "tpu.strided_store",
+            &cat(&[v, mem], idx),
+            &[("strides", self.i32_array(&s))],
+        )
+    }
+
     /// `tpu.matmul` with explicit dimension numbers and a zero accumulator.
     pub fn tpu_matmul(
         &self,

@@ -617,6 +617,17 @@ impl Builder<'_, '_> {
             let Some((mut view, mut ty)) = self.ref_view(base, idx, e.span) else {
                 return Val::Err;
             };
+            if view.index.iter().any(|s| s.stride() != 1) {
+                return self.error(
+                    Diag::new(
+                        &codes::STRIDED_WINDOW,
+                        format!("the {what} of a DMA cannot be strided"),
+                        e.span,
+                    )
+                    .label("`ds(start, size, stride)` in a DMA window")
+                    .help("copy the unit-stride window and read it strided from VMEM"),
+                );
+            }
             let space = self.refs[view.target].ty.space;
             let is_sem = space == crate::ir::Space::Semaphore;
             // A lone semaphore (`sem: dma_sem`) is used without an index.

@@ -20,8 +20,17 @@ struct Window<'c> {
     starts: Vec<Val<'c>>,
     sizes: Vec<u64>,
     dropped: Vec<bool>,
+    /// The distance between positions per memref dimension (1 but for
+    /// `ds(start, size, stride)`).
+    strides: Vec<u64>,
     /// True when the window is the whole memref.
     whole: bool,
+}
+
+impl Window<'_> {
+    fn strided(&self) -> bool {
+        self.strides.iter().any(|s| *s != 1)
+    }
 }
 
 /// Resolves `view` over `phys`; `index` selects `index`-typed starts (memory
@@ -38,19 +47,27 @@ fn window<'c>(
         starts: Vec::new(),
         sizes: Vec::new(),
         dropped: Vec::new(),
+        strides: Vec::new(),
         whole: true,
     };
     for (d, &squeezed) in phys.squeezed.iter().enumerate() {
-        let (start, size, drop) = if squeezed {
-            (Start::Const(0), 1, true)
+        let (start, size, drop, stride) = if squeezed {
+            (Start::Const(0), 1, true, 1)
         } else {
             match slices.next() {
-                Some(Slice::Index(s)) => (*s, 1, true),
-                Some(Slice::Range { start, size }) => (*start, *size, false),
+                Some(Slice::Index(s)) => (*s, 1, true, 1),
+                Some(Slice::Range { start, size }) => (*start, *size, false, 1),
+                Some(Slice::Strided {
+                    start,
+                    size,
+                    stride,
+                }) => (*start, *size, false, *stride),
                 None => return Err(rank_error(cx, at, view, phys)),
             }
         };
-        w.whole &= !drop && start == Start::Const(0) && Some(&size) == phys.shape.get(d);
+        w.whole &=
+            !drop && stride == 1 && start == Start::Const(0) && Some(&size) == phys.shape.get(d);
+        w.strides.push(stride);
         w.starts.push(start_value(cx, at, start, index)?);
         w.sizes.push(size);
         w.dropped.push(drop);
@@ -125,7 +142,11 @@ pub(crate) fn load<'c>(
         Space::Smem => return unsupported(at, "a vector read from SMEM (SMEM holds scalars)"),
         Space::Vmem => {
             let full = cx.m.vector(&w.sizes, storage);
-            let v = cx.m.vector_load(at, phys.mem, &w.starts, full)?;
+            let v = if w.strided() {
+                cx.m.tpu_strided_load(at, phys.mem, &w.starts, &w.strides, full)?
+            } else {
+                cx.m.vector_load(at, phys.mem, &w.starts, full)?
+            };
             if rt.is_scalar() {
                 cx.m.extract(at, v, &vec![0; w.sizes.len()], storage)?
             } else if w.dropped.iter().any(|d| *d) {
@@ -195,6 +216,14 @@ pub(crate) fn store<'c>(
                     })
                 }
             };
+            if w.strided() {
+                if mask.is_some() {
+                    return unsupported(at, "a masked strided store");
+                }
+                return cx
+                    .m
+                    .tpu_strided_store(at, v, phys.mem, &w.starts, &w.strides);
+            }
             cx.m.tpu_vector_store(at, v, phys.mem, &w.starts, mask)
         }
         Space::Any | Space::Semaphore => unsupported(
@@ -212,6 +241,9 @@ fn sliced<'c>(cx: &mut Lower<'c, '_>, at: At<'c, '_>, view: &RefView) -> R<Val<'
     let w = window(cx, at, view, &phys, false)?;
     if w.whole {
         return Ok(phys.mem);
+    }
+    if w.strided() {
+        return unsupported(at, "a DMA of a strided window");
     }
     let space = MemSpace::of(phys.space);
     let elem = cx.m.storage(phys.dtype);

@@ -63,6 +63,9 @@ pub(crate) fn view_kind(k: &Kernel, v: &RefView, all_dot: bool) -> Option<GroupK
         .zip(&st)
         .filter_map(|(s, &stride)| match s {
             Slice::Range { size, .. } => Some((*size, stride)),
+            Slice::Strided {
+                size, stride: s, ..
+            } => Some((*size, stride * s)),
             Slice::Index(_) => None,
         })
         .collect();
@@ -216,6 +219,17 @@ impl Em<'_, '_> {
                         dims.push((*size, st[d]));
                     }
                     (*start, *size)
+                }
+                // Bounds are checked over the positions the window spans.
+                Slice::Strided {
+                    start,
+                    size,
+                    stride,
+                } => {
+                    if *size > 1 {
+                        dims.push((*size, st[d] * stride));
+                    }
+                    (*start, s.extent())
                 }
             };
             match start {
@@ -561,9 +575,12 @@ impl Em<'_, '_> {
         let mut starts = Vec::new();
         let mut sizes = Vec::new();
         for s in &v.index {
+            // The checker gives DMAs unit-stride windows only.
             let (st, size) = match s {
                 Slice::Index(st) => (*st, 1),
-                Slice::Range { start, size } => (*start, *size),
+                Slice::Range { start, size } | Slice::Strided { start, size, .. } => {
+                    (*start, *size)
+                }
             };
             sizes.push(size);
             starts.push(match st {
