@@ -258,7 +258,7 @@ fn strided_windows_take_every_stride_th_row() {
             for r in 0..32 {
                 for c in 0..C {
                     let want = if r % 4 == 0 {
-                        2.0 * first[(8 * i + 3 * (r / 4)) * C + c]
+                        2.0 * first[(5 * i + 1 + 3 * (r / 4)) * C + c]
                     } else {
                         x[(32 * i + r) * C + c]
                     };

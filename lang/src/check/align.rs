@@ -117,7 +117,11 @@ fn unaligned(f: &Func, k: &Kernel, view: &RefView) -> Option<(usize, u64)> {
     }
     let rank = view.index.len();
     for (d, s) in view.index.iter().enumerate() {
-        let Start::Dyn(v) = s.start() else {
+        // A strided window (`ds(start, size, stride)`) is read and written
+        // row by row, and libtpu 0.0.51 compiles it at any run-time start
+        // on every target (the agreement corpus shows it), so only
+        // unit-stride positions need a proof.
+        let (Start::Dyn(v), 1) = (s.start(), s.stride()) else {
             continue;
         };
         let v = &v;

@@ -9,14 +9,100 @@
 //! ref's dtype must be 32 bits wide.
 
 use super::Args;
-use crate::ast::{self, Expr, ExprKind};
-use crate::check::builder::Builder;
+use crate::ast::{self, BinOp, Expr, ExprKind};
+use crate::check::builder::{Builder, Mode};
 use crate::check::value::Val;
 use crate::diag::{codes, Diag};
-use crate::ir::{DType, RefView, Space, Type, Value};
+use crate::ir::{DType, OpKind, RefView, Space, Type, Value};
 use crate::span::Span;
 
 impl Builder<'_, '_> {
+    /// Writes `rhs` (combined with the old contents by `bin` for `+=` and
+    /// its kin) to the window `base[idx]`: `y[..] = v`, and the builtin
+    /// `store(y[..], v, mask=m)`, which passes its (checked) mask along.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::check) fn store_window(
+        &mut self,
+        base: &Expr,
+        idx: &[ast::Index],
+        tspan: Span,
+        bin: Option<BinOp>,
+        rhs: Val,
+        vspan: Span,
+        mask: Option<&Expr>,
+        span: Span,
+    ) {
+        let Some((view, ty)) = self.ref_view(base, idx, tspan) else {
+            return;
+        };
+        if !self.check_access(&view, &ty, tspan, "written") || !self.check_strides(&view, tspan) {
+            return;
+        }
+        if mask.is_some() && view.index.iter().any(|s| s.stride() != 1) {
+            self.error(
+                Diag::new(
+                    &codes::STRIDED_WINDOW,
+                    "a masked store cannot be strided",
+                    tspan,
+                )
+                .label("`ds(start, size, stride)` with `mask=`")
+                .help("store the strided window whole, or mask a unit-stride window"),
+            );
+            return;
+        }
+        if self.mode != Mode::Body {
+            self.error(
+                Diag::new(
+                    &codes::NOT_ASSIGNABLE,
+                    "refs can only be written in kernel bodies",
+                    tspan,
+                )
+                .label("not in a kernel body"),
+            );
+            return;
+        }
+        let new = match bin {
+            Some(b) => {
+                let Some(old) = self.emit_v(OpKind::Load(view.clone()), ty.clone(), tspan) else {
+                    return;
+                };
+                self.binary(b, Val::V(old), tspan, rhs, vspan, span)
+            }
+            None => rhs,
+        };
+        if matches!(new, Val::Err) {
+            return;
+        }
+        if let Val::V(x) = &new {
+            let have = self.ty(*x);
+            if have.dtype() != ty.dtype() {
+                self.error(
+                    Diag::new(
+                        &codes::TYPE_MISMATCH,
+                        format!("cannot store `{have}` into a `{}` window", ty),
+                        vspan,
+                    )
+                    .label(format!("this is {have}"))
+                    .with(tspan, format!("the window is {ty}"))
+                    .help(format!("convert with `as {}`", ty.dtype())),
+                );
+                return;
+            }
+        }
+        let Some(x) = self.coerce(new, &ty, vspan) else {
+            return;
+        };
+        let mask = match mask {
+            Some(m) => match self.store_mask(m, &view, &ty, tspan) {
+                Some(m) => Some(m),
+                None => return,
+            },
+            None => None,
+        };
+        self.f
+            .push(self.cur, OpKind::Store(view, x, mask), &[], span);
+    }
+
     pub(super) fn store_call(&mut self, a: &Args, span: Span) -> Val {
         let target = a.pos[0];
         let (base, idx): (&Expr, &[ast::Index]) = match &target.kind {

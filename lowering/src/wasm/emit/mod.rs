@@ -8,6 +8,7 @@
 
 mod elementwise;
 pub(crate) mod fuse;
+mod masked;
 mod memory;
 mod shape;
 
