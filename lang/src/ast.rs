@@ -428,6 +428,9 @@ pub enum ExprKind {
     Cast(Box<Expr>, Ident),
     Call(Path, Vec<Arg>),
     Index(Box<Expr>, Vec<Index>),
+    /// `k.at[h, ..]`: a view of a ref (a sub-ref), as Pallas' `ref.at[...]`;
+    /// the identifier is the member written (only `at` is one).
+    At(Box<Expr>, Ident, Vec<Index>),
     List(Vec<Expr>),
     /// `(a, b, c)`: a tuple of values (at least two elements).
     Tuple(Vec<Expr>),
@@ -534,7 +537,7 @@ impl Drop for Expr {
                     take(b);
                 }
                 ExprKind::Call(_, args) => args.iter_mut().for_each(|a| take(&mut a.value)),
-                ExprKind::Index(base, idx) => {
+                ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
                     take(base);
                     for i in idx {
                         match i {

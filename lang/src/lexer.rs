@@ -205,6 +205,8 @@ pub enum Tok {
     ColonColon,
     #[token("..")]
     DotDot,
+    #[token(".")]
+    Dot,
     #[token("->")]
     Arrow,
     #[token("=")]
@@ -325,6 +327,7 @@ impl Tok {
             Tok::Colon => ":",
             Tok::ColonColon => "::",
             Tok::DotDot => "..",
+            Tok::Dot => ".",
             Tok::Arrow => "->",
             Tok::Eq => "=",
             Tok::EqEq => "==",

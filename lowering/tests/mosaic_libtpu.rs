@@ -80,6 +80,9 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
         "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
         "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
+        "masked_store" => vec![&[("T", "i32"), ("n", "7")]],
+        "ref_views" => vec![&[("T", "f32")], &[("T", "i8")]],
+        "repeat" => vec![&[("T", "bf16")], &[("T", "i8")]],
         "gmm" => vec![&[
             ("M", "48"),
             ("K", "128"),
@@ -271,6 +274,46 @@ grid (i in 2 arbitrary)
         "Sublane gather not supported by this TPU generation",
     ),
     (
+        "masked store of bf16",
+        "PK0350",
+        Target::V6e,
+        "kernel k(x: bf16[16, 128]) -> y: bf16[16, 128]
+{ y[..] = x[..]; store(y[..], x[..] * 2.0, mask=iota(i32, [16, 128], 1) < 64); }",
+        "masked store with non-32-bit element type",
+    ),
+    (
+        "repeat of a rank-1 value",
+        "PK0351",
+        Target::V5e,
+        "kernel k(x: f32[128]) -> y: f32[256]
+{ y[..] = repeat(x[..], 2, axis=0); }",
+        "unsupported shape cast",
+    ),
+    (
+        "strided window with a lane stride",
+        "PK0352",
+        Target::V5e,
+        "kernel k(x: f32[32, 128]) -> y: f32[8, 64]
+{ y[..] = x[ds(0, 8, 2), ds(0, 64, 2)]; }",
+        "Stride on last dim is not 1",
+    ),
+    (
+        "strided store of bf16",
+        "PK0352",
+        Target::V6e,
+        "kernel k(x: bf16[16, 128]) -> y: bf16[32, 128]
+{ y[..] = zeros(bf16, [32, 128]); y[ds(0, 16, 2), :] = x[..]; }",
+        "Strided store with non 32-bit data",
+    ),
+    (
+        "strided window of a ref of 256 lanes",
+        "PK0352",
+        Target::V4,
+        "kernel k(x: f32[32, 256]) -> y: f32[8, 256]
+{ y[..] = x[ds(0, 8, 2), :]; }",
+        "The last dim size is not 128",
+    ),
+    (
         "SMEM block of 8 i32",
         "PK0302",
         Target::V5e,
@@ -374,6 +417,11 @@ fn loop_kernel(dtype: &str, lo: u32, step: u32, off: u32) -> String {
 const STRICTER: &[&str] = &[
     "f32 loop 4..n[0] step 8 at c + 0 on v6e",
     "f32 loop 0..n[0] step 4 at c + 0 on tpu7x",
+    // A view at `i * 64 - 16` read 16 rows further in: the position is
+    // `(i * 64 - 16) + 16`, which libtpu folds to `i * 64` (aligned) and
+    // pk's alignment rule, which proves no sums, does not.
+    "load of i8 R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128] with S = i * 64 - 16 on v6e",
+    "store of i8 R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128] with S = i * 64 - 16 on tpu7x",
 ];
 
 /// The dtypes of the run-time index corpus, with a value of each to store.
@@ -442,6 +490,52 @@ grid (i in 4 arbitrary)
     }
 }
 
+/// Accesses through views of refs (`R.at[...]` then a window of the view,
+/// `R` the ref) with one run-time position `S`, in the view or in the
+/// window, with the shape accessed: the checker judges the summed position
+/// in the underlying ref, as libtpu does.
+const VIEW_WINDOWS: &[(&str, &str)] = &[
+    ("R.at[0, 0][ds(S, 32), 0..128]", "32, 128"),
+    ("R.at[0, 0, ds(S, 32)][.., 0..128]", "32, 128"),
+    ("R.at[0, 0, ds(S, 48)][ds(16, 32), 0..128]", "32, 128"),
+    ("R.at[S][0, 0..32, 0..128]", "32, 128"),
+    ("R.at[0, 0, 0..32][.., ds(S, 128)]", "32, 128"),
+    ("R.at[0, S][0..32, 0..128]", "32, 128"),
+];
+
+/// Strided windows of a `[2, 64, 128]` ref with a run-time start `S`:
+/// every second and every third row.
+const STRIDED_WINDOWS: &[(&str, &str)] = &[
+    ("R[1, ds(S, 8, 2), :]", "8, 128"),
+    ("R[1, ds(S, 8, 3), :]", "8, 128"),
+];
+
+/// One kernel of the view corpus: a load from `x` or a store to `y`.
+fn view_kernel(
+    dtype: &str,
+    value: &str,
+    (access, shape): (&str, &str),
+    start: &str,
+    store: bool,
+) -> String {
+    let a = access.replace('S', start);
+    if store {
+        let a = a.replace('R', "y");
+        format!(
+            "kernel k(ids: i32[4] in smem) -> y: {dtype}[2, 4, 64, 256]
+grid (i in 4 arbitrary)
+{{ {a} = {value}; }}"
+        )
+    } else {
+        let a = a.replace('R', "x");
+        format!(
+            "kernel k(x: {dtype}[2, 4, 64, 256], ids: i32[4] in smem) -> y: f32[{shape}]
+grid (i in 4 arbitrary)
+{{ y[..] = {a} as f32; }}"
+        )
+    }
+}
+
 /// How libtpu takes `src` lowered without the checker's TPU rules: `None`
 /// when it compiles, else the line of its message that names the error.
 fn libtpu_refusal(plugin: &'static Plugin, src: &str, target: Target) -> Option<String> {
@@ -503,6 +597,36 @@ fn libtpu_agrees_on_run_time_indices() {
                         window.0
                     );
                     cases.push((what, index_kernel(dtype, value, *window, start, store)));
+                }
+            }
+        }
+    }
+    for (dtype, value) in INDEX_DTYPES {
+        for access in VIEW_WINDOWS {
+            for start in INDEX_STARTS {
+                for store in [false, true] {
+                    let what = format!(
+                        "{} of {dtype} {} with S = {start}",
+                        if store { "store" } else { "load" },
+                        access.0
+                    );
+                    cases.push((what, view_kernel(dtype, value, *access, start, store)));
+                }
+            }
+        }
+    }
+    for (dtype, value) in INDEX_DTYPES {
+        for access in STRIDED_WINDOWS {
+            for start in ["i * 8", "i * 16", "i", "ids[i]", "multiple_of(ids[i], 8)"] {
+                for store in [false, true] {
+                    let what = format!(
+                        "{} of {dtype} {} with S = {start}",
+                        if store { "store" } else { "load" },
+                        access.0
+                    );
+                    let src = view_kernel(dtype, value, *access, start, store)
+                        .replace("[2, 4, 64, 256]", "[2, 64, 128]");
+                    cases.push((what, src));
                 }
             }
         }

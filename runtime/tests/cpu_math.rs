@@ -73,6 +73,7 @@ fn kernels(op: UnaryOp, n: i64) -> (pk_runtime::cpu::CpuKernel, pk_runtime::cpu:
                 index: at(iv),
             },
             r,
+            None,
         ),
     );
     b.push0(

@@ -499,6 +499,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             }
             ExprKind::Call(p, args) => self.call(p, args, e.span),
             ExprKind::Index(base, idx) => self.load(base, idx, e.span),
+            ExprKind::At(base, m, idx) => self.at(base, m, idx, e.span),
             ExprKind::List(items) => {
                 Val::List(items.iter().map(|i| (self.expr(i), i.span)).collect())
             }
@@ -543,7 +544,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     )
                     .label("a tuple")
                     .help("take it apart first: `let (a, b) = ...;`"),
-                    Val::Ref(_) => diag.help(
+                    Val::Ref(_) | Val::View(_) => diag.help(
                         "read a ref with `x[..]` (all of it) or `x[i, ds(j, 128)]` (a window)",
                     ),
                     Val::Unit => {
@@ -1064,36 +1065,16 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     // ---- Refs ----------------------------------------------------------------
 
-    /// The ref an expression names, or an error.
-    pub fn ref_of(&mut self, e: &Expr) -> Option<RefId> {
-        match self.expr(e) {
-            Val::Ref(r) => Some(r),
-            Val::Err => None,
-            other => {
-                let d = self.describe(&other);
-                self.error(
-                    Diag::new(
-                        &codes::NOT_INDEXABLE,
-                        format!("only refs can be indexed; this is {d}"),
-                        e.span,
-                    )
-                    .label("not a ref")
-                    .help("operands, scratch buffers, prefetch arrays and semaphores are refs"),
-                );
-                None
-            }
-        }
-    }
-
-    /// A window of a ref: `x[..]`, `x[i, ds(j, 128)]`, `x[0..8, :]`.
+    /// A window of a ref or of a view of one (`k.at[h]`): `x[..]`,
+    /// `x[i, ds(j, 128)]`, `x[0..8, :]`.
     pub fn ref_view(
         &mut self,
         base: &Expr,
         idx: &[ast::Index],
         span: Span,
     ) -> Option<(RefView, Type)> {
-        let r = self.ref_of(base)?;
-        self.ref_view_of(r, idx, span)
+        let sub = self.sub_ref_of(base)?;
+        self.sub_view(&sub, idx, span)
     }
 
     /// [`Builder::ref_view`] of a ref already evaluated from `base`.
@@ -1103,9 +1084,29 @@ impl<'c, 'p> Builder<'c, 'p> {
         idx: &[ast::Index],
         span: Span,
     ) -> Option<(RefView, Type)> {
-        let rt = self.refs[r].ty.clone();
+        let sub = self.whole_ref(r);
+        self.sub_view(&sub, idx, span)
+    }
+
+    /// The window `idx` selects from dimensions of sizes `shape` of ref
+    /// `r` (the whole ref, or the dimensions a view keeps): one slice per
+    /// dimension, and the window's shape.
+    pub(super) fn window_of(
+        &mut self,
+        r: RefId,
+        dims: &[Dim],
+        idx: &[ast::Index],
+        span: Span,
+    ) -> Option<(Vec<Slice>, Vec<Dim>)> {
+        // Messages describe the ref itself, or the view's type.
+        let whole = self.refs[r].ty.shape == dims;
+        let rt = if whole {
+            self.refs[r].ty.to_string()
+        } else {
+            Type::of(self.refs[r].ty.dtype, dims.to_vec()).to_string()
+        };
         let name = self.refs[r].name.clone();
-        let rank = rt.shape.len();
+        let rank = dims.len();
         let rests = idx
             .iter()
             .filter(|i| matches!(i, ast::Index::Rest(_)))
@@ -1142,7 +1143,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             match ix {
                 ast::Index::Rest(_) => {
                     for _ in 0..(rank - explicit) {
-                        let d = rt.shape[dim].clone();
+                        let d = dims[dim].clone();
                         slices.push(Slice::Range {
                             start: Start::Const(0),
                             size: d.get(),
@@ -1152,7 +1153,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     }
                 }
                 ast::Index::Full(_) => {
-                    let d = rt.shape[dim].clone();
+                    let d = dims[dim].clone();
                     slices.push(Slice::Range {
                         start: Start::Const(0),
                         size: d.get(),
@@ -1167,7 +1168,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     );
                     match (l, h) {
                         (Some(l), Some(h)) if 0 <= l && l < h => {
-                            self.static_bounds(&name, &rt.shape[dim], l, h - l, *sp);
+                            self.static_bounds(&name, &dims[dim], l, h - l, *sp);
                             slices.push(Slice::Range {
                                 start: Start::Const(l as u64),
                                 size: (h - l) as u64,
@@ -1192,7 +1193,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                 ast::Index::Expr(e) => {
                     if let ExprKind::Call(p, args) = &e.kind {
                         if p.segments.len() == 1 && p.segments[0].name == "ds" {
-                            match self.ds(&name, &rt.shape[dim], args, e.span) {
+                            match self.ds(&name, &dims[dim], args, e.span) {
                                 Some((s, size)) => {
                                     slices.push(s);
                                     shape.push(Dim::Known(size as i64));
@@ -1206,7 +1207,7 @@ impl<'c, 'p> Builder<'c, 'p> {
                     match self.start(e) {
                         Some(s) => {
                             if let Start::Const(c) = s {
-                                self.static_bounds(&name, &rt.shape[dim], c as i64, 1, e.span);
+                                self.static_bounds(&name, &dims[dim], c as i64, 1, e.span);
                             }
                             slices.push(Slice::Index(s));
                         }
@@ -1218,7 +1219,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         }
         // Dimensions not mentioned are taken whole, as in numpy.
         while dim < rank {
-            let d = rt.shape[dim].clone();
+            let d = dims[dim].clone();
             slices.push(Slice::Range {
                 start: Start::Const(0),
                 size: d.get(),
@@ -1229,13 +1230,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         if !ok {
             return None;
         }
-        Some((
-            RefView {
-                target: r,
-                index: slices,
-            },
-            Type::of(rt.dtype, shape),
-        ))
+        Some((slices, shape))
     }
 
     fn static_bounds(&mut self, name: &str, dim: &Dim, start: i64, size: i64, span: Span) {
@@ -1259,16 +1254,20 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     /// `ds(start, size)`: a dynamic or static start and a static size.
     fn ds(&mut self, name: &str, dim: &Dim, args: &[ast::Arg], span: Span) -> Option<(Slice, u64)> {
-        if args.len() != 2 || args.iter().any(|a| a.name.is_some()) {
+        if !(2..=3).contains(&args.len()) || args.iter().any(|a| a.name.is_some()) {
             self.error(
-                Diag::new(&codes::ARITY, "`ds` takes a start and a size", span)
+                Diag::new(&codes::ARITY, "`ds` takes a start, a size and an optional stride", span)
                     .label("wrong arguments")
                     .help(
-                        "`ds(start, size)`: start may be computed at run time, size is a constant",
+                        "`ds(start, size)` or `ds(start, size, stride)`: start may be computed at run time, size and stride are constants",
                     ),
             );
             return None;
         }
+        let stride = match args.get(2) {
+            Some(a) => self.ds_stride(&a.value)?,
+            None => 1,
+        };
         let size = self.const_int(&args[1].value, "a slice size")?;
         if size <= 0 {
             self.error(
@@ -1281,12 +1280,14 @@ impl<'c, 'p> Builder<'c, 'p> {
             );
             return None;
         }
+        // The positions a strided window spans, first to last.
+        let extent = (size - 1).saturating_mul(stride as i64).saturating_add(1);
         if let Some(n) = dim.known() {
-            if size > n {
+            if extent > n {
                 self.error(
                     Diag::new(
                         &codes::OUT_OF_BOUNDS,
-                        format!("slice of size {size} does not fit dimension {n} of `{name}`"),
+                        format!("slice spanning {extent} positions does not fit dimension {n} of `{name}`"),
                         args[1].value.span,
                     )
                     .label("too large"),
@@ -1296,15 +1297,19 @@ impl<'c, 'p> Builder<'c, 'p> {
         }
         let start = self.start(&args[0].value)?;
         if let Start::Const(c) = start {
-            self.static_bounds(name, dim, c as i64, size, span);
+            self.static_bounds(name, dim, c as i64, extent, span);
         }
-        Some((
-            Slice::Range {
+        let size = size as u64;
+        let slice = if stride == 1 {
+            Slice::Range { start, size }
+        } else {
+            Slice::Strided {
                 start,
-                size: size as u64,
-            },
-            size as u64,
-        ))
+                size,
+                stride,
+            }
+        };
+        Some((slice, size))
     }
 
     /// A position: a constant, or a scalar i32 value.
@@ -1343,8 +1348,9 @@ impl<'c, 'p> Builder<'c, 'p> {
     }
 
     fn load(&mut self, base: &Expr, idx: &[ast::Index], span: Span) -> Val {
-        let r = match self.expr(base) {
-            Val::Ref(r) => r,
+        let sub = match self.expr(base) {
+            Val::Ref(r) => self.whole_ref(r),
+            Val::View(s) => *s,
             Val::V(x) => return self.slice_value(x, base, idx, span),
             Val::Err => return Val::Err,
             other => {
@@ -1362,10 +1368,10 @@ impl<'c, 'p> Builder<'c, 'p> {
                 );
             }
         };
-        let Some((view, ty)) = self.ref_view_of(r, idx, span) else {
+        let Some((view, ty)) = self.sub_view(&sub, idx, span) else {
             return Val::Err;
         };
-        if !self.check_access(&view, &ty, span, "read") {
+        if !self.check_access(&view, &ty, span, "read") || !self.check_strides(&view, span) {
             return Val::Err;
         }
         let r = &self.refs[view.target];

@@ -17,9 +17,11 @@ mod ragged;
 pub mod rules;
 mod slice;
 mod stmt;
+mod strided;
 mod tuple;
 mod unroll;
 pub mod value;
+mod views;
 mod when;
 
 /// Whether `name` is a builtin function.

@@ -42,7 +42,7 @@ pub(super) fn names(e: &Expr, f: &mut impl FnMut(&str)) {
             names(b, f);
         }
         ExprKind::Call(_, args) => args.iter().for_each(|a| names(&a.value, f)),
-        ExprKind::Index(base, idx) => {
+        ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
             names(base, f);
             for i in idx {
                 match i {

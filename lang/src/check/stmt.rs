@@ -185,7 +185,7 @@ impl Builder<'_, '_> {
             );
             return None;
         }
-        if matches!(v, Val::Ref(_) | Val::Dtype(_) | Val::List(_)) {
+        if matches!(v, Val::Ref(_) | Val::View(_) | Val::Dtype(_) | Val::List(_)) {
             let d = self.describe(&v);
             self.error(
                 Diag::new(
@@ -221,56 +221,7 @@ impl Builder<'_, '_> {
                 self.assign_tuple(targets, rhs, value, span);
             }
             ExprKind::Index(base, idx) => {
-                let Some((view, ty)) = self.ref_view(base, idx, target.span) else {
-                    return;
-                };
-                if !self.check_access(&view, &ty, target.span, "written") {
-                    return;
-                }
-                if self.mode != Mode::Body {
-                    self.error(
-                        Diag::new(
-                            &codes::NOT_ASSIGNABLE,
-                            "refs can only be written in kernel bodies",
-                            target.span,
-                        )
-                        .label("not in a kernel body"),
-                    );
-                    return;
-                }
-                let new = match bin {
-                    Some(b) => {
-                        let Some(old) =
-                            self.emit_v(OpKind::Load(view.clone()), ty.clone(), target.span)
-                        else {
-                            return;
-                        };
-                        self.binary(b, Val::V(old), target.span, rhs, value.span, span)
-                    }
-                    None => rhs,
-                };
-                if matches!(new, Val::Err) {
-                    return;
-                }
-                if let Val::V(x) = &new {
-                    let have = self.ty(*x);
-                    if have.dtype() != ty.dtype() {
-                        self.error(
-                            Diag::new(
-                                &codes::TYPE_MISMATCH,
-                                format!("cannot store `{have}` into a `{}` window", ty),
-                                value.span,
-                            )
-                            .label(format!("this is {have}"))
-                            .with(target.span, format!("the window is {ty}"))
-                            .help(format!("convert with `as {}`", ty.dtype())),
-                        );
-                        return;
-                    }
-                }
-                if let Some(x) = self.coerce(new, &ty, value.span) {
-                    self.f.push(self.cur, OpKind::Store(view, x), &[], span);
-                }
+                self.store_window(base, idx, target.span, bin, rhs, value.span, None, span);
             }
             _ => {
                 self.error(

@@ -1,7 +1,7 @@
 //! What an expression evaluates to while the checker builds IR, and the
 //! conversions between compile-time constants and IR values.
 
-use crate::ir::{DType, Dim, RefId, Type, Value};
+use crate::ir::{DType, Dim, RefId, Slice, Type, Value};
 use crate::span::Span;
 
 /// The result of checking an expression.
@@ -19,6 +19,8 @@ pub enum Val {
     Bool(bool),
     Dtype(DType),
     Ref(RefId),
+    /// `k.at[h]`: a view of a ref ([`SubRef`]).
+    View(Box<SubRef>),
     /// `none`: an optional parameter without a value (`window: int? = none`).
     None,
     /// `[a, b, ...]`: shapes, permutations.
@@ -30,6 +32,16 @@ pub enum Val {
     Unit,
     /// An error was already reported; uses of this value report nothing more.
     Err,
+}
+
+/// A view of a ref: the window of `target` it stands for (a slice per
+/// dimension of the ref) and the sizes of the dimensions it keeps (its
+/// `Range`s, in order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubRef {
+    pub target: RefId,
+    pub index: Vec<Slice>,
+    pub shape: Vec<Dim>,
 }
 
 impl Val {
@@ -46,6 +58,7 @@ impl Val {
             Val::Bool(b) => format!("the constant `{b}`"),
             Val::Dtype(d) => format!("the dtype `{d}`"),
             Val::Ref(_) => "a ref".to_string(),
+            Val::View(_) => "a view of a ref".to_string(),
             Val::List(_) => "a list".to_string(),
             Val::Tuple(items) => format!("a tuple of {} values", items.len()),
             Val::None => "`none`".to_string(),

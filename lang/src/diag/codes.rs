@@ -244,6 +244,21 @@ codes! {
         why: "A conditional declaration does not exist in the kernels whose parameters make its condition false: it is not in the call, the package or the scratch list. Only code under the same compile-time condition may use it.",
         example: "k_scale: f32[H] in smem if QUANT\nk[..] * k_scale[h]   // error with -p QUANT=false\nif QUANT { k[..] * k_scale[h] } else { k[..] }",
     }
+    REF_VIEW = "PK0251" "ref-view" {
+        what: "`.at[...]` is taken of something that is not a ref or a view of one, or a member other than `at` is used.",
+        why: "`k.at[h]` is a view of the ref `k` (Pallas' `k_ref.at[h]`): a ref of lower rank that can be indexed, written and passed to functions. Values are sliced directly (`v[0..8, :]`), and refs have no other members.",
+        example: "let kh = k[..].at[0];   // error: a value\nlet kh = k.at[0];",
+    }
+    STRIDED_WINDOW = "PK0252" "strided-window" {
+        what: "`ds(start, size, stride)` with a stride that is not a positive constant, or a strided window in a DMA, a view (`.at[...]`) or a masked store.",
+        why: "A strided window takes `size` positions `stride` apart (Pallas' `pl.ds(start, size, stride)`); it is read and written with Mosaic's strided loads and stores, which have no DMA, view or mask form.",
+        example: "let v = x[ds(0, 8, 0), :];   // error\nlet v = x[ds(0, 8, 2), :];",
+    }
+    MASKED_STORE = "PK0250" "masked-store" {
+        what: "`store(y[win], v, mask=m)` is given a mask that is not a bool tile, or a window that is one element or not in VMEM.",
+        why: "A masked store writes the elements of a vector window where the mask is true and keeps the others (Pallas' `pltpu.store(ref, v, mask=m)`); Mosaic stores vectors to VMEM under a mask, one lane per element, so the mask is a bool value that broadcasts to the window's shape.",
+        example: "store(y[..], v, mask=1)   // error: not a bool\nstore(y[..], v, mask=iota(i32, [8, 128], 1) < n);",
+    }
 
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
@@ -339,6 +354,21 @@ codes! {
         what: "On v4, a VMEM ref is read with one position in its last dimension and a vector result (a column, `x[.., j]`).",
         why: "Turning a column of a VMEM tile into a vector needs a sublane gather, which TPU v4 does not have; libtpu refuses the kernel for v4 (\"Sublane gather not supported by this TPU generation\"). Later chips compile it.",
         example: "let c = x[.., 3];   // error on v4\nlet c = sum(where(iota(i32, [128, 128], 1) == 3, x[..], 0.0), axis=1, keepdims=true);",
+    }
+    MASKED_STORE_WIDTH = "PK0350" "masked-store-width" {
+        what: "A masked store (`store(y[win], v, mask=m)`) into a ref whose dtype is not 32 bits wide (bf16, int8, ...).",
+        why: "libtpu 0.0.51 masks 32-bit stores only: it refuses a masked `tpu.vector_store` of narrower elements on every target (\"masked store with non-32-bit element type\" is not implemented), and Mosaic has no rule for `vector.maskedstore`. Merging with the old contents does the same with a read.",
+        example: "store(y[..], v, mask=m)           // error for y: bf16[16, 128]\ny[..] = where(m, v, y[..]);",
+    }
+    REPEAT_RANK1 = "PK0351" "repeat-rank1" {
+        what: "`repeat(x, n, axis=0)` of a rank-1 value.",
+        why: "`repeat` splits the repeated axis in two and broadcasts (as `jnp.repeat` lowers); Mosaic cannot lay out that split for a rank-1 vector and libtpu 0.0.51 refuses it on every target (\"unsupported shape cast\"). The same repeat of a 2-D value with one row compiles.",
+        example: "let r = repeat(x[0, :], 2, axis=0);   // error: rank 1\nlet r = repeat(x[0..1, :], 2, axis=1);",
+    }
+    STRIDED_TPU = "PK0352" "strided-window-target" {
+        what: "A strided window (`ds(start, size, stride)`) that the TPU cannot read or write: a stride in the last dimension, elements narrower than 32 bits, a ref that is not in VMEM, or a ref whose last dimension is not 128.",
+        why: "libtpu 0.0.51 compiles `tpu.strided_load`/`tpu.strided_store` only with a unit stride in the lane dimension (\"Stride on last dim is not 1\"), for 32-bit elements (\"Strided store with non 32-bit data\"; packed loads need static positions) and over a VMEM ref whose last dimension is 128 lanes (\"The last dim size is not 128 in original base memref\"), on every target.",
+        example: "let v = x[ds(0, 8, 2), ds(0, 64, 2)];   // error: lane stride\nlet v = x[ds(0, 8, 2), :];",
     }
     SEMANTICS = "PK0320" "grid-semantics" {
         what: "Writing an output block from a `parallel` grid axis that its index map ignores.",

@@ -150,6 +150,40 @@ pub enum Slice {
     /// `size` consecutive positions from `start`. In an unspecialised
     /// kernel, size 0 of a symbolic dimension stands for the whole of it.
     Range { start: Start, size: u64 },
+    /// `size` positions from `start`, `stride` (at least 2) apart: the
+    /// window `ds(start, size, stride)` (`tpu.strided_load` /
+    /// `tpu.strided_store` in Mosaic).
+    Strided {
+        start: Start,
+        size: u64,
+        stride: u64,
+    },
+}
+
+impl Slice {
+    /// The first position.
+    pub fn start(&self) -> Start {
+        match *self {
+            Slice::Index(s) | Slice::Range { start: s, .. } | Slice::Strided { start: s, .. } => s,
+        }
+    }
+
+    /// The distance between consecutive positions (1 but for `Strided`).
+    pub fn stride(&self) -> u64 {
+        match *self {
+            Slice::Strided { stride, .. } => stride,
+            _ => 1,
+        }
+    }
+
+    /// How many positions from the start the window spans.
+    pub fn extent(&self) -> u64 {
+        match *self {
+            Slice::Index(_) => 1,
+            Slice::Range { size, .. } => size,
+            Slice::Strided { size, stride, .. } => (size - 1) * stride + 1,
+        }
+    }
 }
 
 /// A window of a ref: one [`Slice`] per ref dimension.
@@ -228,8 +262,11 @@ pub enum OpKind {
     /// Reads a window of a ref: a vector, or a scalar when every dimension
     /// is indexed by `Slice::Index`.
     Load(RefView),
-    /// Writes `value` (of the window's type) to a window of a ref.
-    Store(RefView, Value),
+    /// Writes `value` (of the window's type) to a window of a ref. With a
+    /// mask (a bool vector of the window's shape), only the elements where
+    /// the mask is true are written; the others keep their old contents
+    /// (Pallas' `pltpu.store(ref, v, mask=m)`).
+    Store(RefView, Value, Option<Value>),
     /// Starts a DMA from `src` to `dst`; `sem` (one semaphore) is signalled
     /// when it completes.
     DmaStart {
@@ -287,13 +324,8 @@ impl OpKind {
     pub fn operands(&self) -> Vec<Value> {
         fn view(v: &RefView, out: &mut Vec<Value>) {
             for s in &v.index {
-                if let Slice::Index(Start::Dyn(x))
-                | Slice::Range {
-                    start: Start::Dyn(x),
-                    ..
-                } = s
-                {
-                    out.push(*x);
+                if let Start::Dyn(x) = s.start() {
+                    out.push(x);
                 }
             }
         }
@@ -320,9 +352,10 @@ impl OpKind {
             OpKind::Dot { lhs, rhs, .. } => out.extend([*lhs, *rhs]),
             OpKind::Roll { value, shift, .. } => out.extend([*value, *shift]),
             OpKind::Load(v) => view(v, &mut out),
-            OpKind::Store(v, x) => {
+            OpKind::Store(v, x, mask) => {
                 view(v, &mut out);
                 out.push(*x);
+                out.extend(*mask);
             }
             OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
                 view(src, &mut out);

@@ -155,6 +155,11 @@ fn view(v: &RefView) -> String {
         .map(|s| match s {
             Slice::Index(st) => start(st),
             Slice::Range { start: st, size } => format!("{}+:{size}", start(st)),
+            Slice::Strided {
+                start: st,
+                size,
+                stride,
+            } => format!("{}+:{size}:{stride}", start(st)),
         })
         .collect::<Vec<_>>()
         .join(", ");
@@ -246,7 +251,10 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         }
         OpKind::AssumeMultiple(x, n) => format!("assume_multiple {} of {n}", val(*x)),
         OpKind::Load(v) => format!("load {}", view(v)),
-        OpKind::Store(v, x) => format!("store {} -> {}", val(*x), view(v)),
+        OpKind::Store(v, x, None) => format!("store {} -> {}", val(*x), view(v)),
+        OpKind::Store(v, x, Some(m)) => {
+            format!("store {} -> {} mask {}", val(*x), view(v), val(*m))
+        }
         OpKind::DmaStart { src, dst, sem } => {
             format!("dma_start {} -> {} sem {}", view(src), view(dst), view(sem))
         }

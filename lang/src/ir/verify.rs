@@ -487,12 +487,18 @@ impl Ctx<'_> {
                     return err(sp, format!("load result should be {t}"));
                 }
             }
-            OpKind::Store(v, x) => {
+            OpKind::Store(v, x, mask) => {
                 let t = self.view(id, v, scope)?;
                 self.check_access(id, v, &t)?;
                 let x = self.use_(id, *x, scope)?.clone();
                 if x != t || !res.is_empty() {
                     return err(sp, format!("stored value {x} does not match window {t}"));
+                }
+                if let Some(m) = mask {
+                    let m = self.use_(id, *m, scope)?.clone();
+                    if t.is_scalar() || m != t.with_dtype(DType::Bool) {
+                        return err(sp, format!("mask {m} does not match window {t}"));
+                    }
                 }
             }
             OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
@@ -607,6 +613,10 @@ impl Ctx<'_> {
                 Slice::Range { start, size } => {
                     shape.push(Dim::Known(*size as i64));
                     (start, *size)
+                }
+                Slice::Strided { start, size, .. } => {
+                    shape.push(Dim::Known(*size as i64));
+                    (start, s.extent())
                 }
             };
             match st {

@@ -224,7 +224,7 @@ impl Walker<'_> {
                     self.expr(&a.value);
                 }
             }
-            ExprKind::Index(base, idx) => {
+            ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
                 self.expr(base);
                 for i in idx {
                     match i {

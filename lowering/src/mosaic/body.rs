@@ -183,7 +183,9 @@ impl<'c, 'k> Lower<'c, 'k> {
                 .val(*x)
                 .and_then(|v| self.m.assume_multiple(at, v, *n as i64))),
             OpKind::Load(view) => one(memory::load(self, at, view, &rt)),
-            OpKind::Store(view, v) => memory::store(self, at, view, *v).map(|()| Vec::new()),
+            OpKind::Store(view, v, mask) => {
+                memory::store(self, at, view, *v, *mask).map(|()| Vec::new())
+            }
             OpKind::DmaStart { src, dst, sem } => {
                 memory::dma(self, at, src, dst, sem, true).map(|()| Vec::new())
             }

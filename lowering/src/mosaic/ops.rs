@@ -258,25 +258,68 @@ impl<'c> Mlir<'c> {
 
     // ---- tpu dialect ----
 
-    /// `tpu.vector_store`: stores a whole vector at `idx`, unmasked, without
-    /// accumulation (`add = false`, required from version 11 on).
+    /// `tpu.vector_store`: stores a vector at `idx` without accumulation
+    /// (`add = false`, required from version 11 on); with `mask` (an `i1`
+    /// vector of the stored shape, the op's last, optional operand) only
+    /// the lanes where it is true.
     pub fn tpu_vector_store(
         &self,
         at: At<'c, '_>,
         v: Val<'c>,
         mem: Val<'c>,
         idx: &[Val<'c>],
+        mask: Option<Val<'c>>,
     ) -> R<()> {
-        let seg = [1, 1, idx.len() as i32, 0];
+        let seg = [1, 1, idx.len() as i32, i32::from(mask.is_some())];
+        let operands = cat(&cat(&[v, mem], idx), mask.as_slice());
         self.op0(
             at,
             "tpu.vector_store",
-            &cat(&[v, mem], idx),
+            &operands,
             &[
                 ("add", self.bool_attr(false)),
                 ("operandSegmentSizes", self.i32_array(&seg)),
                 ("strides", self.i32_array(&[])),
             ],
+        )
+    }
+
+    /// `tpu.strided_load`: a vector of `ty` read at `idx`, `strides[d]`
+    /// elements apart in memref dimension `d`.
+    pub fn tpu_strided_load(
+        &self,
+        at: At<'c, '_>,
+        mem: Val<'c>,
+        idx: &[Val<'c>],
+        strides: &[u64],
+        ty: Type<'c>,
+    ) -> R<Val<'c>> {
+        let s: Vec<i32> = strides.iter().map(|s| *s as i32).collect();
+        self.op1(
+            at,
+            "tpu.strided_load",
+            &cat(&[mem], idx),
+            ty,
+            &[("strides", self.i32_array(&s))],
+        )
+    }
+
+    /// `tpu.strided_store`: `v` written at `idx`, `strides[d]` elements
+    /// apart in memref dimension `d`.
+    pub fn tpu_strided_store(
+        &self,
+        at: At<'c, '_>,
+        v: Val<'c>,
+        mem: Val<'c>,
+        idx: &[Val<'c>],
+        strides: &[u64],
+    ) -> R<()> {
+        let s: Vec<i32> = strides.iter().map(|s| *s as i32).collect();
+        self.op0(
+            at,
+            "tpu.strided_store",
+            &cat(&[v, mem], idx),
+            &[("strides", self.i32_array(&s))],
         )
     }
 

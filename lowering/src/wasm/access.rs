@@ -25,7 +25,7 @@ pub(crate) fn analyse(k: &Kernel) -> Access {
     let mut written = vec![false; n];
     for (_, op) in f.ops.iter() {
         match &op.kind {
-            OpKind::Store(v, _) => written[v.target.index()] = true,
+            OpKind::Store(v, _, _) => written[v.target.index()] = true,
             OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
                 written[dst.target.index()] = true;
             }
@@ -38,7 +38,9 @@ pub(crate) fn analyse(k: &Kernel) -> Access {
         let mut filled = true;
         for &op in &f.entry_block().ops {
             let kind = &f.ops[op].kind;
-            if let OpKind::Store(v, _) = kind {
+            // A masked store may leave elements unwritten, so only an
+            // unmasked one fills the ref.
+            if let OpKind::Store(v, _, None) = kind {
                 if v.target == r && whole(k, v) {
                     break;
                 }
@@ -70,7 +72,7 @@ pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
     for (_, op) in f.ops.iter() {
         let view = match &op.kind {
             OpKind::Load(v) => v,
-            OpKind::Store(v, _) => {
+            OpKind::Store(v, _, _) => {
                 only[v.target.index()] = false;
                 continue;
             }
@@ -117,7 +119,7 @@ fn whole(k: &Kernel, v: &RefView) -> bool {
 /// Whether an op (with its blocks) reads or writes ref `r`.
 fn touches(f: &Func, kind: &OpKind, r: RefId) -> bool {
     let direct = match kind {
-        OpKind::Load(v) | OpKind::Store(v, _) => v.target == r,
+        OpKind::Load(v) | OpKind::Store(v, _, _) => v.target == r,
         OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
             [src, dst, sem].iter().any(|v| v.target == r)
         }

@@ -29,7 +29,7 @@ pub use abi::CpuManifest;
 use abi::{GridAxis, OperandInfo, Role, Semantics, SourceText};
 use emit::{Em, Imports, Sites};
 use math::Helpers;
-use pk_lang::ir::{self, Kernel, OpKind, Slice, Start};
+use pk_lang::ir::{self, Kernel, OpKind, Start};
 use pk_lang::span::{SourceMap, Span};
 use pk_lang::Target;
 use std::collections::HashMap;
@@ -210,16 +210,7 @@ fn dma_arg_slots(f: &ir::Func) -> u32 {
     let count = |v: &ir::RefView| {
         v.index
             .iter()
-            .filter(|s| {
-                matches!(
-                    s,
-                    Slice::Index(Start::Dyn(_))
-                        | Slice::Range {
-                            start: Start::Dyn(_),
-                            ..
-                        }
-                )
-            })
+            .filter(|s| matches!(s.start(), Start::Dyn(_)))
             .count() as u32
     };
     f.ops

@@ -334,7 +334,7 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
     let mut writes: HashMap<usize, Vec<u32>> = HashMap::new();
     for (id, op) in f.ops.iter() {
         let target = match &op.kind {
-            OpKind::Store(v, _) => v.target,
+            OpKind::Store(v, _, _) => v.target,
             OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => dst.target,
             _ => continue,
         };

@@ -111,7 +111,7 @@ impl Builder {
                 size: d.get(),
             })
             .collect();
-        self.push0(b, OpKind::Store(RefView { target: r, index }, v));
+        self.push0(b, OpKind::Store(RefView { target: r, index }, v, None));
     }
 
     pub fn konst(&mut self, b: BlockId, l: Literal, t: Type) -> Value {

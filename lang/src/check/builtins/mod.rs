@@ -6,6 +6,7 @@
 mod concat;
 mod hints;
 mod rules;
+mod store;
 
 use super::builder::Builder;
 use super::value::Val;
@@ -173,6 +174,12 @@ pub static BUILTINS: &[Builtin] = &[
     ),
     call!("tile", "(x, [reps])", exactly(2), |b, _, a, s| b.tile(a, s)),
     call!(
+        "repeat",
+        "(x, n, axis=k)",
+        keywords(exactly(2), &["axis"]),
+        |b, _, a, s| b.repeat(a, s)
+    ),
+    call!(
         "sum",
         "(x, axis=, keepdims=)",
         keywords(exactly(1), AXIS_KW),
@@ -220,6 +227,12 @@ pub static BUILTINS: &[Builtin] = &[
         "(src_window, dst_window, sem)",
         exactly(3),
         |b, _, a, s| b.dma(false, a, s)
+    ),
+    call!(
+        "store",
+        "(ref_window, value, mask=)",
+        keywords(exactly(2), &["mask"]),
+        |b, _, a, s| b.store_call(a, s)
     ),
     call!("ds", "(start, size)", UNCHECKED, |b, _, _, s| b
         .ds_outside(s)),

@@ -609,7 +609,7 @@ impl Builder<'_, '_> {
             };
             let what = ["source", "destination", "semaphore"][i];
             match self.expr(base) {
-                Val::Ref(_) => {}
+                Val::Ref(_) | Val::View(_) => {}
                 Val::Err => return Val::Err,
                 other => {
                     let d = self.describe(&other);
@@ -627,12 +627,29 @@ impl Builder<'_, '_> {
             let Some((mut view, mut ty)) = self.ref_view(base, idx, e.span) else {
                 return Val::Err;
             };
+            if view.index.iter().any(|s| s.stride() != 1) {
+                return self.error(
+                    Diag::new(
+                        &codes::STRIDED_WINDOW,
+                        format!("the {what} of a DMA cannot be strided"),
+                        e.span,
+                    )
+                    .label("`ds(start, size, stride)` in a DMA window")
+                    .help("copy the unit-stride window and read it strided from VMEM"),
+                );
+            }
             let space = self.refs[view.target].ty.space;
             let is_sem = space == crate::ir::Space::Semaphore;
             // A lone semaphore (`sem: dma_sem`) is used without an index.
+            // So is one semaphore of a view (`sem.at[slot]`): its remaining
+            // size-1 dimensions become single positions.
             if is_sem && idx.is_empty() && ty.elements() == Some(1) {
-                view.index =
-                    vec![crate::ir::Slice::Index(crate::ir::Start::Const(0)); view.index.len()];
+                use crate::ir::Slice;
+                for s in &mut view.index {
+                    if let Slice::Range { start, .. } = *s {
+                        *s = Slice::Index(start);
+                    }
+                }
                 ty = Type::Scalar(ty.dtype());
             }
             if (i == 2) != is_sem {

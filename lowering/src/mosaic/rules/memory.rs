@@ -20,8 +20,17 @@ struct Window<'c> {
     starts: Vec<Val<'c>>,
     sizes: Vec<u64>,
     dropped: Vec<bool>,
+    /// The distance between positions per memref dimension (1 but for
+    /// `ds(start, size, stride)`).
+    strides: Vec<u64>,
     /// True when the window is the whole memref.
     whole: bool,
+}
+
+impl Window<'_> {
+    fn strided(&self) -> bool {
+        self.strides.iter().any(|s| *s != 1)
+    }
 }
 
 /// Resolves `view` over `phys`; `index` selects `index`-typed starts (memory
@@ -38,19 +47,27 @@ fn window<'c>(
         starts: Vec::new(),
         sizes: Vec::new(),
         dropped: Vec::new(),
+        strides: Vec::new(),
         whole: true,
     };
     for (d, &squeezed) in phys.squeezed.iter().enumerate() {
-        let (start, size, drop) = if squeezed {
-            (Start::Const(0), 1, true)
+        let (start, size, drop, stride) = if squeezed {
+            (Start::Const(0), 1, true, 1)
         } else {
             match slices.next() {
-                Some(Slice::Index(s)) => (*s, 1, true),
-                Some(Slice::Range { start, size }) => (*start, *size, false),
+                Some(Slice::Index(s)) => (*s, 1, true, 1),
+                Some(Slice::Range { start, size }) => (*start, *size, false, 1),
+                Some(Slice::Strided {
+                    start,
+                    size,
+                    stride,
+                }) => (*start, *size, false, *stride),
                 None => return Err(rank_error(cx, at, view, phys)),
             }
         };
-        w.whole &= !drop && start == Start::Const(0) && Some(&size) == phys.shape.get(d);
+        w.whole &=
+            !drop && stride == 1 && start == Start::Const(0) && Some(&size) == phys.shape.get(d);
+        w.strides.push(stride);
         w.starts.push(start_value(cx, at, start, index)?);
         w.sizes.push(size);
         w.dropped.push(drop);
@@ -125,7 +142,11 @@ pub(crate) fn load<'c>(
         Space::Smem => return unsupported(at, "a vector read from SMEM (SMEM holds scalars)"),
         Space::Vmem => {
             let full = cx.m.vector(&w.sizes, storage);
-            let v = cx.m.vector_load(at, phys.mem, &w.starts, full)?;
+            let v = if w.strided() {
+                cx.m.tpu_strided_load(at, phys.mem, &w.starts, &w.strides, full)?
+            } else {
+                cx.m.vector_load(at, phys.mem, &w.starts, full)?
+            };
             if rt.is_scalar() {
                 cx.m.extract(at, v, &vec![0; w.sizes.len()], storage)?
             } else if w.dropped.iter().any(|d| *d) {
@@ -147,11 +168,15 @@ pub(crate) fn load<'c>(
     Ok(v)
 }
 
+/// A store; with `mask`, the masked `tpu.vector_store` Pallas emits for
+/// `pltpu.store(ref, v, mask=m)` (the checker allows masks only on vector
+/// windows of VMEM refs).
 pub(crate) fn store<'c>(
     cx: &mut Lower<'c, '_>,
     at: At<'c, '_>,
     view: &RefView,
     x: ir::Value,
+    mask: Option<ir::Value>,
 ) -> R<()> {
     let phys = cx.phys(view.target, at.src)?;
     let w = window(cx, at, view, &phys, true)?;
@@ -167,15 +192,39 @@ pub(crate) fn store<'c>(
         {
             cx.m.memref_store(at, v, phys.mem, &w.starts)
         }
+        Space::Smem if mask.is_some() => unsupported(at, "a masked store to SMEM"),
         Space::Smem => unsupported(at, "a vector write to SMEM (SMEM holds scalars)"),
         Space::Vmem => {
             let full: Type<'c> = cx.m.vector(&w.sizes, storage);
+            let dropped = w.dropped.iter().any(|d| *d);
             if shape.is_empty() {
                 v = cx.m.broadcast(at, v, full)?;
-            } else if w.dropped.iter().any(|d| *d) {
+            } else if dropped {
                 v = cx.m.shape_cast(at, v, full)?;
             }
-            cx.m.tpu_vector_store(at, v, phys.mem, &w.starts)
+            let mask = match mask {
+                None => None,
+                Some(_) if shape.is_empty() => {
+                    return unsupported(at, "a masked store of a scalar window");
+                }
+                Some(m) => {
+                    let m = cx.val(m)?;
+                    Some(if dropped {
+                        cx.m.shape_cast(at, m, cx.m.vector(&w.sizes, cx.m.int(1)))?
+                    } else {
+                        m
+                    })
+                }
+            };
+            if w.strided() {
+                if mask.is_some() {
+                    return unsupported(at, "a masked strided store");
+                }
+                return cx
+                    .m
+                    .tpu_strided_store(at, v, phys.mem, &w.starts, &w.strides);
+            }
+            cx.m.tpu_vector_store(at, v, phys.mem, &w.starts, mask)
         }
         Space::Any | Space::Semaphore => unsupported(
             at,
@@ -192,6 +241,9 @@ fn sliced<'c>(cx: &mut Lower<'c, '_>, at: At<'c, '_>, view: &RefView) -> R<Val<'
     let w = window(cx, at, view, &phys, false)?;
     if w.whole {
         return Ok(phys.mem);
+    }
+    if w.strided() {
+        return unsupported(at, "a DMA of a strided window");
     }
     let space = MemSpace::of(phys.space);
     let elem = cx.m.storage(phys.dtype);

@@ -113,7 +113,7 @@ pub(crate) fn spread(f: &Func, src: Value, r: Value) -> Option<Spread> {
 /// take inline operands): a vector elementwise op, or a store of a whole
 /// tile to a contiguous window of a 32-bit ref.
 fn fusing(k: &Kernel, f: &Func, op: OpId) -> bool {
-    if let OpKind::Store(view, x) = &f.ops[op].kind {
+    if let OpKind::Store(view, x, None) = &f.ops[op].kind {
         return !f.ty(*x).is_scalar()
             && super::memory::view_kind(k, view, false) == Some(GroupKind::View { ld: None });
     }

@@ -63,6 +63,9 @@ pub(crate) fn view_kind(k: &Kernel, v: &RefView, all_dot: bool) -> Option<GroupK
         .zip(&st)
         .filter_map(|(s, &stride)| match s {
             Slice::Range { size, .. } => Some((*size, stride)),
+            Slice::Strided {
+                size, stride: s, ..
+            } => Some((*size, stride * s)),
             Slice::Index(_) => None,
         })
         .collect();
@@ -184,7 +187,7 @@ fn store_vec(fb: &mut Fb, d: DType, off: u32) {
     }
 }
 
-fn log2(eb: u32) -> i32 {
+pub(super) fn log2(eb: u32) -> i32 {
     eb.trailing_zeros() as i32
 }
 
@@ -216,6 +219,17 @@ impl Em<'_, '_> {
                         dims.push((*size, st[d]));
                     }
                     (*start, *size)
+                }
+                // Bounds are checked over the positions the window spans.
+                Slice::Strided {
+                    start,
+                    size,
+                    stride,
+                } => {
+                    if *size > 1 {
+                        dims.push((*size, st[d] * stride));
+                    }
+                    (*start, s.extent())
                 }
             };
             match start {
@@ -509,9 +523,12 @@ impl Em<'_, '_> {
         let mut starts = Vec::new();
         let mut sizes = Vec::new();
         for s in &v.index {
+            // The checker gives DMAs unit-stride windows only.
             let (st, size) = match s {
                 Slice::Index(st) => (*st, 1),
-                Slice::Range { start, size } => (*start, *size),
+                Slice::Range { start, size } | Slice::Strided { start, size, .. } => {
+                    (*start, *size)
+                }
             };
             sizes.push(size);
             starts.push(match st {
@@ -694,7 +711,7 @@ impl Em<'_, '_> {
         let [store] = users(sum)[..] else {
             return None;
         };
-        let OpKind::Store(ref view, stored) = f.ops[store].kind else {
+        let OpKind::Store(ref view, stored, None) = f.ops[store].kind else {
             return None;
         };
         let load = op_of(x)?;
@@ -717,7 +734,7 @@ impl Em<'_, '_> {
         let writes_target = block.ops[from + 1..to]
             .iter()
             .any(|&o| match &f.ops[o].kind {
-                OpKind::Store(w, _) => w.target == view.target,
+                OpKind::Store(w, _, _) => w.target == view.target,
                 OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
                     dst.target == view.target
                 }
@@ -773,7 +790,7 @@ impl Em<'_, '_> {
         let [store] = users[..] else {
             return None;
         };
-        let OpKind::Store(ref view, stored) = f.ops[store].kind else {
+        let OpKind::Store(ref view, stored, None) = f.ops[store].kind else {
             return None;
         };
         if stored != r || self.k.refs[view.target].ty.dtype != f.ty(r).dtype() {
@@ -795,7 +812,7 @@ impl Em<'_, '_> {
         let touches = block.ops[from + 1..to]
             .iter()
             .any(|&o| match &f.ops[o].kind {
-                OpKind::Load(w) | OpKind::Store(w, _) => w.target == target,
+                OpKind::Load(w) | OpKind::Store(w, _, _) => w.target == target,
                 OpKind::DmaStart { src, dst, .. } | OpKind::DmaWait { src, dst, .. } => {
                     src.target == target || dst.target == target
                 }

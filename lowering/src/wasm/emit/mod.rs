@@ -8,6 +8,7 @@
 
 mod elementwise;
 pub(crate) mod fuse;
+mod masked;
 mod memory;
 mod shape;
 
@@ -356,7 +357,8 @@ impl<'a, 's> Em<'a, 's> {
             } => self.dot(*lhs, *rhs, *trans_lhs, *trans_rhs, res(r)?),
             OpKind::AssumeMultiple(x, n) => self.assume_multiple(*x, *n, res(r)?),
             OpKind::Load(v) => self.load(v, res(r)?),
-            OpKind::Store(v, x) => self.store(v, *x),
+            OpKind::Store(v, x, None) => self.store(v, *x),
+            OpKind::Store(v, x, Some(m)) => self.masked_store(v, *x, *m),
             OpKind::DmaStart { src, dst, sem } => self.dma(src, dst, sem, true),
             OpKind::DmaWait { src, dst, sem } => self.dma(src, dst, sem, false),
             OpKind::If {
