@@ -14,7 +14,9 @@ For each row of `ROWS`:
 - the Pallas side is the reference kernel from
   `jax.experimental.pallas.ops.tpu`, called with the same configuration
   (shapes, dtype, blocks, causal, scale), traced with `jax.jit` and lowered
-  for TPU on this CPU-only machine (`.lower(lowering_platforms=("tpu",))`).
+  for TPU on this CPU-only machine (`.lower(lowering_platforms=("tpu",))`),
+  once per generation under an abstract mesh whose device is that chip, as
+  Pallas's generation-dependent lowering rules need.
   Its `tpu_custom_call` is cut out into a module of its own (the kernel's
   operands as the function's arguments, its results as the results), so
   that both sides are one kernel and nothing else: the XLA glue around a
@@ -142,6 +144,88 @@ def pallas_matmul(dtype: Any, m: int = 1024, n: int = 1024, k: int = 1024) -> Pa
     return f, [jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype)]
 
 
+# The reference designs of the kernels still being written. Their rows
+# below name the `.pk` file each will live in and are skipped until it
+# exists; the kernel's author fills in `pk_params` to match the Pallas
+# configuration here.
+
+
+def pallas_gmm(transpose_rhs: bool = False) -> PallasSide:
+    """megablox `gmm`: M 1024 tokens in 8 groups, K 1024, N 1024, bf16,
+    tiles 128/128/128 (megablox's default)."""
+    import importlib
+
+    # The package re-exports the differentiable `gmm` under the module's
+    # name; the kernel is the module's.
+    mb = importlib.import_module("jax.experimental.pallas.ops.tpu.megablox.gmm")
+
+    def f(lhs, rhs, group_sizes):
+        return mb.gmm(lhs, rhs, group_sizes, jnp.float32, (128, 128, 128), transpose_rhs=transpose_rhs)
+
+    rhs = (8, 1024, 1024)
+    return f, [
+        jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16),
+        jax.ShapeDtypeStruct(rhs, jnp.bfloat16),
+        jax.ShapeDtypeStruct((8,), jnp.int32),
+    ]
+
+
+def pallas_paged() -> PallasSide:
+    """Decode: batch 8, 32 query heads over 8 KV heads, D 128, pages of 16
+    tokens, 128 pages per sequence (2048 tokens), 8 pages per block, bf16."""
+    from jax.experimental.pallas.ops.tpu.paged_attention import paged_attention_kernel as pa
+
+    def f(q, k_pages, v_pages, lengths, page_indices):
+        return pa.paged_attention(q, k_pages, v_pages, lengths, page_indices, pages_per_compute_block=8)
+
+    pages = (8, 1024, 16, 128)
+    return f, [
+        jax.ShapeDtypeStruct((8, 32, 128), jnp.bfloat16),
+        jax.ShapeDtypeStruct(pages, jnp.bfloat16),
+        jax.ShapeDtypeStruct(pages, jnp.bfloat16),
+        jax.ShapeDtypeStruct((8,), jnp.int32),
+        jax.ShapeDtypeStruct((8, 128), jnp.int32),
+    ]
+
+
+def pallas_ragged_paged() -> PallasSide:
+    """Mixed prefill and decode: up to 1024 tokens of up to 16 sequences, 32
+    query heads over 8 KV heads, D 128, pages of 16 tokens, bf16."""
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as rpa
+
+    def f(q, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs):
+        return rpa.ragged_paged_attention(
+            q, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs,
+            sm_scale=SM_SCALE, num_kv_pages_per_block=8, num_queries_per_block=64,
+        )  # fmt: skip
+
+    return f, [
+        jax.ShapeDtypeStruct((1024, 32, 128), jnp.bfloat16),
+        jax.ShapeDtypeStruct((1024, 16, 16, 128), jnp.bfloat16),  # 2 * 8 combined K/V heads
+        jax.ShapeDtypeStruct((16,), jnp.int32),
+        jax.ShapeDtypeStruct((16, 128), jnp.int32),
+        jax.ShapeDtypeStruct((17,), jnp.int32),
+        jax.ShapeDtypeStruct((1,), jnp.int32),
+    ]
+
+
+def pallas_splash(causal: bool = True) -> PallasSide:
+    """Splash attention forward, H8 S2048 D128 bf16, causal mask, blocks of
+    512 (the flash rows' configuration, per head)."""
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as sk
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as sm
+
+    head = sm.CausalMask((S, S)) if causal else sm.FullMask((S, S))
+    mask = sm.MultiHeadMask([head] * H)
+    bs = sk.BlockSizes(block_q=BLK, block_kv=BLK, block_kv_compute=BLK)
+    kernel = sk.make_splash_mha(mask, block_sizes=bs, head_shards=1, q_seq_shards=1)
+
+    def f(q, k, v):
+        return kernel(q * SM_SCALE, k, v)
+
+    return f, [jax.ShapeDtypeStruct((H, S, D), jnp.bfloat16)] * 3
+
+
 def _flash_params(causal: bool, t: str = "bf16") -> dict[str, str]:
     return {
         "B": str(B), "H": str(H), "KH": str(H), "S": str(S), "SK": str(S), "D": str(D),
@@ -168,6 +252,15 @@ ROWS: list[Row] = [
     Row("matmul", "1024^3 f32, blocks 256/256/512", "matmul.pk", "matmul",
         {"M": "1024", "N": "1024", "K": "1024", "bm": "256", "bn": "256", "bk": "512", "T": "f32"},
         lambda: pallas_matmul(jnp.float32)),
+    # Kernels being written: skipped until their file exists.
+    Row("splash fwd", f"H{H} S{S} D{D} bf16, causal, blocks {BLK}", "splash.pk", None,
+        {}, lambda: pallas_splash(True)),
+    Row("paged attention", "B8 H32 KH8 D128 bf16, pages 16 x 128/seq, 8 pages/block", "paged.pk",
+        None, {}, pallas_paged),
+    Row("ragged paged attention", "1024 tokens, 16 seqs, H32 KH8 D128 bf16, pages 16",
+        "ragged_paged.pk", None, {}, pallas_ragged_paged),
+    Row("gmm", "M1024 K1024 N1024, 8 groups, bf16 -> f32, tiles 128", "gmm.pk", "gmm",
+        {}, pallas_gmm),
 ]  # fmt: skip
 
 
@@ -244,13 +337,37 @@ def kernel_only_module(text: str) -> str:
         return str(new)
 
 
+# The device each target is to Pallas's lowering (`tpu_info`): its device
+# kind and TensorCores per device (megacore on v4 and v5p).
+DEVICES = {
+    "v4": ("TPU v4", 2),
+    "v5e": ("TPU v5 lite", 1),
+    "v5p": ("TPU v5", 2),
+    "v6e": ("TPU v6 lite", 1),
+    "tpu7x": ("TPU7x", 1),
+}
+
+
+def lower_for(target: str, f: Callable[..., Any], specs: list[jax.ShapeDtypeStruct]) -> str:
+    """`f` lowered for TPU as Pallas lowers it on a `target` chip: some
+    lowering rules (and tuned block sizes) depend on the generation, which
+    an abstract mesh with that device supplies on a machine without one."""
+    kind, cores = DEVICES[target]
+    device = jax.sharding.AbstractDevice(device_kind=kind, num_cores=cores, platform="tpu")
+    mesh = jax.sharding.AbstractMesh((1,), ("x",), abstract_device=device)
+    with jax.sharding.use_abstract_mesh(mesh):
+        return jax.jit(f).trace(*specs).lower(lowering_platforms=("tpu",)).as_text()
+
+
 def pallas_code_bytes(row: Row, targets: list[str], out: pathlib.Path) -> dict[str, int]:
     f, specs = row.pallas()
-    lowered = jax.jit(f).trace(*specs).lower(lowering_platforms=("tpu",))
-    path = out / "pallas.mlir"
-    path.write_text(kernel_only_module(lowered.as_text()))
-    reports = run_json([pkc(), "aot", str(path), "-t", ",".join(targets), "--message-format", "json", "-q"])
-    return {r["target"]: int(r["generated_code_bytes"]) for r in reports if r.get("type") == "aot"}
+    sizes = {}
+    for t in targets:
+        path = out / f"pallas-{t}.mlir"
+        path.write_text(kernel_only_module(lower_for(t, f, specs)))
+        reports = run_json([pkc(), "aot", str(path), "-t", t, "--message-format", "json", "-q"])
+        sizes.update({r["target"]: int(r["generated_code_bytes"]) for r in reports if r.get("type") == "aot"})
+    return sizes
 
 
 def main() -> None:
@@ -258,26 +375,49 @@ def main() -> None:
     ap.add_argument("--target", default="all", help="comma-separated generations, or all")
     ap.add_argument("--only", help="rows whose name contains this")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument(
+        "--pallas-only",
+        action="store_true",
+        help="lower and compile the Pallas side of every row (even rows whose .pk file is missing)",
+    )
     a = ap.parse_args()
     targets = list(TARGETS) if a.target == "all" else a.target.split(",")
     results = []
+    failed = False
     print("| kernel | configuration | " + " | ".join(targets) + " |")
     print("|---|---|" + "---:|" * len(targets))
     for row in ROWS:
         if a.only and a.only not in row.name:
             continue
+        if a.pallas_only:
+            try:
+                with tempfile.TemporaryDirectory(prefix="pk-parity-") as tmp:
+                    pl_b = pallas_code_bytes(row, targets, pathlib.Path(tmp))
+                cells = [f"Pallas {pl_b[t] / 1024:.0f} KiB" for t in targets]
+            except Exception as e:  # noqa: BLE001 - as below
+                cells = [f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"]
+                failed = True
+            print(f"| {row.name} | {row.config} | " + " | ".join(cells) + " |", flush=True)
+            continue
         if not (ROOT / "kernels" / row.pk_file).exists():
             print(f"| {row.name} | skipped: kernels/{row.pk_file} does not exist yet |", flush=True)
             continue
-        with tempfile.TemporaryDirectory(prefix="pk-parity-") as tmp:
-            out = pathlib.Path(tmp)
-            pk_b = pk_code_bytes(row, targets, out / "pk")
-            pl_b = pallas_code_bytes(row, targets, out)
+        try:
+            with tempfile.TemporaryDirectory(prefix="pk-parity-") as tmp:
+                out = pathlib.Path(tmp)
+                pk_b = pk_code_bytes(row, targets, out / "pk")
+                pl_b = pallas_code_bytes(row, targets, out)
+        except Exception as e:  # noqa: BLE001 - one failing row must not hide the others
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            print(f"| {row.name} | {row.config} | error: {first} |", flush=True)
+            failed = True
+            continue
         cells = [f"{pk_b[t] / pl_b[t]:.2f} ({pk_b[t] / 1024:.0f}/{pl_b[t] / 1024:.0f} KiB)" for t in targets]
         print(f"| {row.name} | {row.config} | " + " | ".join(cells) + " |", flush=True)
         results.append({"name": row.name, "config": row.config, "pk": pk_b, "pallas": pl_b})
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(results, indent=1) + "\n")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
