@@ -337,3 +337,15 @@ def test_ops_export_for_tpu() -> None:
     )
     # The forward, dq and dkv kernels: three Mosaic custom calls.
     assert lowered.as_text().count("stablehlo.custom_call @tpu_custom_call") == 3
+
+
+def test_ops_vmap_and_differentiate_under_vmap(rng) -> None:
+    a = rng.standard_normal((3, 128, 256)).astype(np.float32)
+    b = rng.standard_normal((3, 256, 128)).astype(np.float32)
+    close(jax.jit(jax.vmap(pk.ops.matmul))(a, b), np.einsum("bmk,bkn->bmn", a.astype(np.float64), b), 1e-5)
+
+    def f(mm):
+        return lambda a, b: jax.vmap(mm)(a, b)
+
+    ref = lambda a, b: jnp.dot(a, b, precision=HI)  # noqa: E731
+    check_grads(f(pk.ops.matmul), f(ref), (a, b), (0, 1), 1e-5)
