@@ -260,7 +260,8 @@ ROWS: list[Row] = [
     Row("ragged paged attention", "1024 tokens, 16 seqs, H32 KH8 D128 bf16, pages 16",
         "ragged_paged.pk", None, {}, pallas_ragged_paged),
     Row("gmm", "M1024 K1024 N1024, 8 groups, bf16 -> f32, tiles 128", "gmm.pk", "gmm",
-        {}, pallas_gmm),
+        {"M": "1024", "K": "1024", "N": "1024", "G": "8", "tm": "128", "tk": "128", "tn": "128",
+         "T": "bf16"}, pallas_gmm),
 ]  # fmt: skip
 
 
@@ -275,12 +276,14 @@ def clean_env() -> dict[str, str]:
 def pkc() -> str:
     if "PKC" in os.environ:
         return os.environ["PKC"]
+    # The newer of the release and debug builds: code size does not depend
+    # on how pkc was compiled, but a stale pkc may not know a new kernel's
+    # syntax.
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    for profile in ("release", "debug"):
-        p = target / profile / "pkc"
-        if p.exists():
-            return str(p)
-    sys.exit("pallas_parity: no pkc; run `cargo build -p pk` (or set PKC)")
+    built = [p for p in (target / "release" / "pkc", target / "debug" / "pkc") if p.exists()]
+    if not built:
+        sys.exit("pallas_parity: no pkc; run `cargo build -p pk` (or set PKC)")
+    return str(max(built, key=lambda p: p.stat().st_mtime))
 
 
 def run_json(args: list[str]) -> list[dict[str, Any]]:

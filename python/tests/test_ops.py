@@ -349,3 +349,38 @@ def test_ops_vmap_and_differentiate_under_vmap(rng) -> None:
 
     ref = lambda a, b: jnp.dot(a, b, precision=HI)  # noqa: E731
     check_grads(f(pk.ops.matmul), f(ref), (a, b), (0, 1), 1e-5)
+
+
+@pytest.mark.parametrize("sizes", [[20, 0, 28], [0, 48, 0], [16, 16, 16], [5, 3, 30]])
+def test_gmm_metadata_matches_the_fixture_schedule(sizes) -> None:
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from gen.gmm import schedule
+
+    got = jax.jit(pk.ops.make_group_metadata, static_argnums=(1, 2))(np.array(sizes, np.int32), 48, 16)
+    for g, w in zip(got, schedule(sizes, 48, 16)):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+@pytest.mark.parametrize("sizes", [[20, 0, 28], [16, 16, 10]])  # an empty group; rows past the groups
+def test_gmm_values_and_gradients(rng, sizes) -> None:
+    m, k, n = 48, 128, 128
+    lhs = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    rhs = rng.uniform(-1, 1, (len(sizes), k, n)).astype(np.float32)
+    gs = np.array(sizes, np.int32)
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    want = np.zeros((m, n))
+    for g in range(len(sizes)):
+        want[off[g] : off[g + 1]] = lhs[off[g] : off[g + 1]].astype(np.float64) @ rhs[g]
+    f_pk = jax.jit(lambda a, b, s: pk.ops.gmm(a, b, s, tm=16))
+    close(f_pk(lhs, rhs, gs), want, 1e-5)
+
+    def ref(a, b):
+        rows = jnp.arange(m)[:, None]
+        hot = (rows >= off[None, :-1]) & (rows < off[None, 1:])
+        return jnp.einsum("mk,mg,gkn->mn", a, hot.astype(jnp.float32), b, precision=HI)
+
+    check_grads(lambda a, b: pk.ops.gmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 1e-5)

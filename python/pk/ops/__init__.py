@@ -26,6 +26,7 @@ _FAMILIES = (
     "_attention",
     "_flash",
     "_glu",
+    "_gmm",
     "_matmul",
     "_norms",
     "_rope",
