@@ -20,6 +20,7 @@ mod host_mem;
 mod instance;
 mod mxu;
 pub mod npy;
+mod pin;
 mod window;
 
 pub use array::{bf16_from_f32, bf16_to_f32, fill_poison, HostArray};
@@ -128,7 +129,9 @@ pub struct RunOptions {
     pub fuel: Option<u64>,
     /// Pin worker `t` to the `t`-th CPU the process may run on (Linux), as
     /// a TensorCore stays one core: no worker migrates away from its
-    /// caches mid-run. Turn off when several runs share the CPUs.
+    /// caches mid-run. The pins are released when the first worker runs
+    /// out of units, so that the last units never wait on a busy CPU while
+    /// another idles (`pin.rs`). Turn off when several runs share the CPUs.
     pub pin: bool,
 }
 
@@ -602,6 +605,7 @@ impl CpuKernel {
             units: sched.units,
             failed: AtomicBool::new(false),
         };
+        let pins = pin::Pins::new(opts.pin, threads as usize);
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
             if let Some(deadline) = deadline {
                 let engine = &self.engine;
@@ -617,21 +621,21 @@ impl CpuKernel {
                     }
                 });
             }
-            let cpus = if opts.pin { allowed_cpus() } else { Vec::new() };
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (sched, grab) = (&sched, &grab);
-                    let cpu = (threads as usize <= cpus.len()).then(|| cpus[t as usize]);
+                    let (sched, grab, pins) = (&sched, &grab, &pins);
                     s.spawn(move || {
                         ieee_floats();
-                        if let Some(c) = cpu {
-                            pin_to(c);
-                        }
+                        pins.enter(t as usize);
                         buffers.populate(t as usize, threads as usize);
                         let r = self.worker(buffers, sched, grab, opts, deadline);
                         if r.is_err() {
                             grab.failed.store(true, Ordering::Relaxed);
                         }
+                        // No unit is left for this worker: the others may
+                        // finish on the CPU it leaves idle (see pin.rs).
+                        pins.release();
+                        pins.leave(t as usize);
                         r
                     })
                 })
@@ -753,25 +757,6 @@ impl CpuKernel {
     }
 }
 
-/// The CPUs this process may run on, in order (none where unknown).
-fn allowed_cpus() -> Vec<usize> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `set` is a plain bitmask the call fills in.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-                return (0..libc::CPU_SETSIZE as usize)
-                    .filter(|&c| libc::CPU_ISSET(c, &set))
-                    .collect();
-            }
-        }
-    }
-    Vec::new()
-}
-
-/// Pins the calling thread to one CPU (best effort: a refusal leaves it
-/// free to move).
 /// Gives this thread IEEE floating point: subnormals are neither flushed
 /// to zero in results nor read as zero. A new thread inherits the control
 /// register of the thread that spawned it, and some hosts run pk from
@@ -795,18 +780,6 @@ fn ieee_floats() {
             }
         }
     }
-}
-
-fn pin_to(cpu: usize) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: as above; the call only changes where this thread runs.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cpu;
 }
 
 fn join(v: &[u64]) -> String {

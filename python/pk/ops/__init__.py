@@ -1,0 +1,42 @@
+"""The pk kernel library (``kernels/*.pk``) as JAX functions.
+
+Each op takes arrays positionally and the kernel's parameters as keyword
+arguments, with block sizes chosen from the shapes when not given; it runs
+the pk kernel through :mod:`pk.jax` (a Mosaic custom call on TPU, the CPU
+reference on CPU) and works under ``jax.jit``, ``jax.vmap`` and
+``jax.export``. Every op is differentiable (``jax.custom_vjp``): the
+flash attention, norm and cross-entropy gradients run pk's backward
+kernels, the matmul and rope gradients run the forward kernel again, and
+the others use the jnp derivative of the kernel's formula.
+
+One private module per kernel file (``_flash.py`` for ``flash.pk``);
+adding a kernel is one module with an ``__all__`` and one line in
+``_FAMILIES`` below (see docs/python.md, "Adding a kernel to pk.ops").
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ._base import kernels_dir
+
+#: The family modules, one per kernel file.
+_FAMILIES = (
+    "_add",
+    "_attention",
+    "_flash",
+    "_glu",
+    "_gmm",
+    "_matmul",
+    "_norms",
+    "_rope",
+    "_softmax",
+    "_xent",
+)
+
+__all__ = ["kernels_dir"]
+for _family in _FAMILIES:
+    _module = importlib.import_module(f".{_family}", __name__)
+    for _op in _module.__all__:
+        globals()[_op] = getattr(_module, _op)
+        __all__.append(_op)

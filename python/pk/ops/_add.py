@@ -1,0 +1,38 @@
+"""``add``: kernels/add.pk."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+
+from . import _base
+
+__all__ = ["add"]
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _add(x: Any, y: Any, blocks: tuple[int, int]) -> Any:
+    bm, bn = blocks
+    return _base.kernel("add.pk", bm=bm, bn=bn)(x, y)
+
+
+def _fwd(x: Any, y: Any, blocks: tuple[int, int]) -> tuple[Any, None]:
+    return _add(x, y, blocks), None
+
+
+def _bwd(blocks: tuple[int, int], _: None, dz: Any) -> tuple[Any, Any]:
+    # The gradient of a sum reaches both operands unchanged.
+    return dz, dz
+
+
+_add.defvjp(_fwd, _bwd)
+
+
+def add(x: Any, y: Any, *, bm: int | None = None, bn: int | None = None) -> Any:
+    """``x + y`` for two f32 ``[M, N]`` arrays, one ``(bm, bn)`` block per
+    grid step (defaults: the largest aligned divisors of M and N up to 256
+    and 512). Differentiable."""
+    m, n = x.shape
+    return _add(x, y, (bm or _base.block(m, 256), bn or _base.block(n, 512, align=128)))
