@@ -205,6 +205,9 @@ pub enum Tok {
     ColonColon,
     #[token("..")]
     DotDot,
+    /// `..=`, only in a tunable parameter's inclusive range.
+    #[token("..=")]
+    DotDotEq,
     #[token("->")]
     Arrow,
     #[token("=")]
@@ -325,6 +328,7 @@ impl Tok {
             Tok::Colon => ":",
             Tok::ColonColon => "::",
             Tok::DotDot => "..",
+            Tok::DotDotEq => "..=",
             Tok::Arrow => "->",
             Tok::Eq => "=",
             Tok::EqEq => "==",

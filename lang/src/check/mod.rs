@@ -16,6 +16,7 @@ mod ragged;
 pub mod rules;
 mod slice;
 mod stmt;
+mod tunable;
 mod tuple;
 mod unroll;
 pub mod value;
@@ -135,7 +136,7 @@ pub fn check_kernel(
     let clauses = cx.clauses(ck);
     // A false header assertion explains what the rest would only report the
     // consequences of (a block that does not divide, a budget overrun).
-    if !cx.asserts(ck, &clauses.asserts) {
+    if !cx.asserts(ck, &clauses.asserts) || !cx.wheres(ck, &clauses.wheres) {
         instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
@@ -213,7 +214,7 @@ fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
                 .iter()
                 .for_each(|d| add(&d.name, "a scalar-prefetch operand")),
             Clause::Scratch(x, _) => x.iter().for_each(|d| add(&d.name, "a scratch buffer")),
-            Clause::VmemLimit(..) | Clause::Assert(_) => {}
+            Clause::VmemLimit(..) | Clause::Assert(_) | Clause::Where(..) => {}
         }
     }
     decl.inputs.iter().for_each(|o| add(&o.name, "an input"));
