@@ -55,6 +55,10 @@ enum Command {
     /// Compile any StableHLO module (e.g. a JAX model exported for TPU)
     /// ahead of time with libtpu and report code size and memory per target.
     Aot(cmd::aot::Args),
+    /// Choose a kernel's tunable parameters per TPU generation (checker
+    /// pruning, libtpu AOT, a performance model or CPU timing) and cache
+    /// the best for `build --tuned` and `run --tuned`.
+    Tune(cmd::tune::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Aot(a) => cmd::aot::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),
     };

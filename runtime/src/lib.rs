@@ -4,3 +4,4 @@ pub mod bind;
 pub mod cpu;
 pub mod package;
 pub mod pjrt;
+pub mod tune;

@@ -15,6 +15,8 @@ pub mod explain;
 pub mod output;
 pub mod run;
 pub mod test;
+pub mod tune;
+pub mod tune_report;
 pub mod ui;
 pub mod usage;
 pub mod verify;
