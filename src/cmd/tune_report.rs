@@ -54,7 +54,9 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
     }
     match default_of(r) {
         Some((pos, c)) if pos > 0 => {
-            out.push_str(&row("dflt", r, c));
+            if pos >= SHOWN {
+                out.push_str(&row("dflt", r, c));
+            }
             out.push_str(&format!(
                 "  the default ranks {} of {}, {:.2}x the best: {}\n",
                 pos + 1,
