@@ -154,34 +154,17 @@ pub fn run(a: Args) -> u8 {
         Ok(t) => t,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
-    // The default configuration for the first target fixes the kernel, the
-    // space and the shapes the cache is keyed by.
+    // The parameters alone fix the kernel, the space and the shapes the
+    // cache is keyed by: the default configuration need not be valid for
+    // the shapes given.
     let first = a.target.0[0];
-    let opts = pk_lang::Options {
-        target: build::lang_target(first),
-        params: a.params.clone(),
-        kernel: a.kernel.clone(),
-        specialise: true,
-        ..Default::default()
+    let (name, params) = match kernel_params(&a.file, a.kernel.as_deref(), &a.params, first) {
+        Ok(k) => k,
+        Err(code) => return code,
     };
-    let module = match pk_lang::compile_source(&a.file.to_string_lossy(), &text, &opts) {
-        Ok(m) => m,
-        Err(f) => return report(&f).max(EXIT_ERRORS),
-    };
-    let k = match module.kernels.as_slice() {
-        [k] => k.clone(),
-        ks => {
-            let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
-            return super::usage::UsageError::SeveralKernels {
-                file: a.file.display().to_string(),
-                names: names.join(", "),
-            }
-            .report();
-        }
-    };
-    let space = space_of(&k, &a.params);
+    let space = space_of(&params, &a.params);
     if space.axes.is_empty() {
-        print_diagnostic(&TuneError::NothingToTune { kernel: k.name.clone() });
+        print_diagnostic(&TuneError::NothingToTune { kernel: name.clone() });
         return EXIT_ERRORS;
     }
     if a.eval == Eval::Tpu {
@@ -201,21 +184,21 @@ pub fn run(a: Args) -> u8 {
     let dir = cache::dir(a.tuned_cache.as_deref());
     let mut status = EXIT_OK;
     for &target in &a.target.0 {
-        let mut r = tune_target(&a, &k, &space, target, plugin);
+        let mut r = tune_target(&a, &name, &space, target, plugin);
         if r.ranked.is_empty() {
             let mut why: Vec<String> = r.pruned.iter().map(|(c, n)| format!("{n} by {c}")).collect();
             if !r.refused.is_empty() {
                 why.push(format!("{} by libtpu", r.refused.len()));
             }
             print_diagnostic(&TuneError::AllPruned {
-                kernel: k.name.clone(),
+                kernel: name.clone(),
                 target: target.to_string(),
                 why: why.join(", "),
             });
             status = EXIT_ERRORS;
             continue;
         }
-        let key = cache_key(&text, &k, &a.params, &space, target, a.eval);
+        let key = cache_key(&text, &name, &params, &a.params, &space, target, a.eval);
         if let Some(dir) = &dir {
             match cache::store(dir, &key, &entry(&r, &key, a.eval)) {
                 Ok(p) => r.cache_path = Some(p),
@@ -229,18 +212,17 @@ pub fn run(a: Args) -> u8 {
             }
         }
         if a.json || ui().json {
-            json_line(&super::tune_report::json(&k.name, a.eval, &r));
+            json_line(&super::tune_report::json(&name, a.eval, &r));
         } else if !ui().quiet {
-            print!("{}", super::tune_report::table(&k.name, a.eval, &r));
+            print!("{}", super::tune_report::table(&name, a.eval, &r));
         }
     }
     status
 }
 
 /// The parameters that declare candidates and are not fixed by `-p`.
-pub(super) fn space_of(k: &ir::Kernel, fixed: &[(String, String)]) -> Space {
-    let axes = k
-        .params
+pub(super) fn space_of(params: &[ir::Param], fixed: &[(String, String)]) -> Space {
+    let axes = params
         .iter()
         .filter(|p| !fixed.iter().any(|(n, _)| *n == p.name))
         .filter_map(|p| {
@@ -259,35 +241,67 @@ pub(super) fn space_of(k: &ir::Kernel, fixed: &[(String, String)]) -> Space {
     Space { axes }
 }
 
-/// The cache key of a tuning of `k` (its default specialisation) for
-/// `target` with evaluator `eval`.
+/// The cache key of a tuning of kernel `name` (whose parameters, as
+/// checked, are `params`) for `target` with evaluator `eval`. The values of
+/// the parameters that are not tuned (sizes, dtypes, flags) stand for the
+/// shapes: the operand shapes are functions of them.
 pub(super) fn cache_key(
     text: &str,
-    k: &ir::Kernel,
+    name: &str,
+    params: &[ir::Param],
     given: &[(String, String)],
     space: &Space,
     target: TpuTarget,
     eval: Eval,
 ) -> Key {
-    let mut fixed: Vec<(String, String)> = given
-        .iter()
-        .filter(|(n, _)| !space.axes.iter().any(|a| a.name == *n))
-        .cloned()
-        .collect();
+    let tuned = |n: &str| space.axes.iter().any(|a| a.name == n);
+    let mut fixed: Vec<(String, String)> = given.iter().filter(|(n, _)| !tuned(n)).cloned().collect();
     fixed.sort();
     Key {
         source_sha256: cache::source_hash(text),
-        kernel: k.name.clone(),
+        kernel: name.to_string(),
         fixed,
-        shapes: k
-            .operands
+        shapes: params
             .iter()
-            .map(|o| format!("{}: {}[{}]", o.name, o.dtype.name(), ir::shape_str(&o.shape)))
+            .filter(|p| !tuned(&p.name))
+            .map(|p| format!("{}={}", p.name, p.value))
             .collect(),
         target: target.name().to_string(),
         evaluator: eval.name().to_string(),
         libtpu: LIBTPU_VERSION.to_string(),
         pk: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// The one selected kernel's name and checked parameters.
+fn kernel_params(
+    file: &Path,
+    kernel: Option<&str>,
+    params: &[(String, String)],
+    target: TpuTarget,
+) -> Result<(String, Vec<ir::Param>), u8> {
+    let opts = pk_lang::Options {
+        target: build::lang_target(target),
+        params: params.to_vec(),
+        kernel: kernel.map(str::to_string),
+        specialise: true,
+        ..Default::default()
+    };
+    let mut ks = pk_lang::kernel_params(file, &opts).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    match ks.len() {
+        1 => Ok(ks.remove(0)),
+        0 => Err(super::usage::UsageError::NoKernel {
+            file: file.display().to_string(),
+        }
+        .report()),
+        _ => {
+            let names: Vec<&str> = ks.iter().map(|(n, _)| n.as_str()).collect();
+            Err(super::usage::UsageError::SeveralKernels {
+                file: file.display().to_string(),
+                names: names.join(", "),
+            }
+            .report())
+        }
     }
 }
 
@@ -333,7 +347,7 @@ fn tpu_unavailable(libtpu: Option<&Path>) -> u8 {
 
 fn tune_target(
     a: &Args,
-    k: &ir::Kernel,
+    name: &str,
     space: &Space,
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
@@ -344,7 +358,7 @@ fn tune_target(
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, configs.len().max(1));
-    let bar = progress(configs.len() as u64, &format!("tune {} {target}", k.name));
+    let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
     bar.set_message("checking and compiling");
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
@@ -495,27 +509,11 @@ pub fn tuned_params(
     target: TpuTarget,
 ) -> Result<Vec<(String, String)>, u8> {
     let text = pk_lang::read_source(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
-    let opts = pk_lang::Options {
-        target: build::lang_target(target),
-        params: params.to_vec(),
-        kernel: kernel.map(str::to_string),
-        specialise: true,
-        ..Default::default()
-    };
-    let module = pk_lang::compile_source(&file.to_string_lossy(), &text, &opts)
-        .map_err(|f| report(&f).max(EXIT_ERRORS))?;
-    let [k] = module.kernels.as_slice() else {
-        let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
-        return Err(super::usage::UsageError::SeveralKernels {
-            file: file.display().to_string(),
-            names: names.join(", "),
-        }
-        .report());
-    };
-    let space = space_of(k, params);
+    let (name, kparams) = kernel_params(file, kernel, params, target)?;
+    let space = space_of(&kparams, params);
     let found = cache::dir(None).and_then(|dir| {
         [Eval::Tpu, Eval::Cpu, Eval::Model].into_iter().find_map(|e| {
-            let key = cache_key(&text, k, params, &space, target, e);
+            let key = cache_key(&text, &name, &kparams, params, &space, target, e);
             cache::lookup(&dir, &key).map(|entry| (entry, dir.join(key.file_name())))
         })
     });
@@ -524,8 +522,7 @@ pub fn tuned_params(
         Some((entry, path)) => {
             let shown: Vec<String> = entry.best.iter().map(|(n, v)| format!("{n}={v}")).collect();
             super::ui::status(&format!(
-                "using the tuned configuration of `{}` for {target} ({}): {} (from {})",
-                k.name,
+                "using the tuned configuration of `{name}` for {target} ({}): {} (from {})",
                 entry.evaluator,
                 shown.join(" "),
                 path.display()
@@ -537,8 +534,7 @@ pub fn tuned_params(
             }
         }
         None => super::ui::status(&format!(
-            "no tuning cache entry for `{}` on {target} with these parameters and shapes; using the defaults (run `pkc tune` first)",
-            k.name
+            "no tuning cache entry for `{name}` on {target} with these parameters and shapes; using the defaults (run `pkc tune` first)"
         )),
     }
     Ok(out)

@@ -178,6 +178,18 @@ pub fn check_kernel(
     Some(kernel)
 }
 
+/// Checks only the parameters of a kernel (values, kinds, candidates) and
+/// returns them; see [`crate::kernel_params`].
+pub fn kernel_params(
+    ck: &mut Checker,
+    m: ModId,
+    decl: &ast::KernelDecl,
+    spec: &Spec,
+    param_values: &[(String, Expr2)],
+) -> Vec<ir::Param> {
+    KernelCx::new(m, decl).params(ck, spec, param_values)
+}
+
 /// Adds to each diagnostic from an inlined function body the kernel and
 /// parameter values it was instantiated with: a function is checked once per
 /// call, so the same body can be right for one `-p` value and wrong for
