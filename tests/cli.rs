@@ -257,7 +257,7 @@ fn explain_list_prints_every_code() {
     assert_eq!(code(&o), 0);
     let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     // Every crate's table: front end, CPU reference, PJRT, Mosaic, packages,
-    // call binding; in code order. The CLI's own usage codes (PK40xx) are
+    // call binding, tuner; in code order. The CLI's own usage codes (PK40xx) are
     // not reachable from here and are checked by name below.
     let mut want: Vec<String> = pk_lang::diag::codes::ALL
         .iter()
@@ -267,6 +267,7 @@ fn explain_list_prints_every_code() {
         .chain(pk_lowering::mosaic::EXPLANATIONS.iter())
         .chain(pk_runtime::package::EXPLANATIONS.iter())
         .chain(pk_runtime::bind::EXPLANATIONS.iter())
+        .chain(pk_runtime::tune::EXPLANATIONS.iter())
         .map(|e| format!("{}  {}", e.code, e.title))
         .collect();
     want.sort();
