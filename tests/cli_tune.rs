@@ -17,7 +17,9 @@ fn have_libtpu() -> bool {
     {
         return true;
     }
-    eprintln!("notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)");
+    eprintln!(
+        "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
+    );
     false
 }
 
@@ -70,8 +72,17 @@ fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() 
     let o = pkc_cached(
         cache.path(),
         &[
-            "tune", "kernels/matmul.pk", "-p", "M=512", "-p", "N=512", "-p", "K=512", "--target",
-            "all", "--json",
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=512",
+            "-p",
+            "N=512",
+            "-p",
+            "K=512",
+            "--target",
+            "all",
+            "--json",
         ],
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -89,10 +100,18 @@ fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() 
             .sum();
         // 3 of 4 block sizes fit 512 per axis: 27 configurations remain.
         assert_eq!(pruned, 64 - 27, "{t}: {}", r["pruned"]);
-        assert_eq!(r["refused"].as_array().map(Vec::len), Some(0), "{t}: {}", r["refused"]);
+        assert_eq!(
+            r["refused"].as_array().map(Vec::len),
+            Some(0),
+            "{t}: {}",
+            r["refused"]
+        );
         assert_eq!(r["ranked"], 27, "{t}");
         let best = &r["best"][0];
-        assert!(best["generated_code_bytes"].as_u64().unwrap_or(0) > 0, "{t}: {best}");
+        assert!(
+            best["generated_code_bytes"].as_u64().unwrap_or(0) > 0,
+            "{t}: {best}"
+        );
     }
 }
 
@@ -118,22 +137,46 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     let entry: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(cached).expect("readable")).expect("JSON");
     assert_eq!(entry["evaluator"], "model");
-    let want = format!("bm={} bn={}", best["bm"].as_str().unwrap(), best["bn"].as_str().unwrap());
+    let want = format!(
+        "bm={} bn={}",
+        best["bm"].as_str().unwrap(),
+        best["bn"].as_str().unwrap()
+    );
 
     // A hit: build names the package after the tuned values and says so.
     let out = dir.path().join("out");
-    let o = pkc_cached(&cache, &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()]);
+    let o = pkc_cached(
+        &cache,
+        &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("(model): {want}")), "{}", stderr(&o));
-    let pkg = format!("copy-bm{}-bn{}", best["bm"].as_str().unwrap(), best["bn"].as_str().unwrap());
-    assert!(out.join(&pkg).is_dir(), "{pkg} in {:?}", std::fs::read_dir(&out).map(|d| d.count()));
+    assert!(
+        stderr(&o).contains(&format!("(model): {want}")),
+        "{}",
+        stderr(&o)
+    );
+    let pkg = format!(
+        "copy-bm{}-bn{}",
+        best["bm"].as_str().unwrap(),
+        best["bn"].as_str().unwrap()
+    );
+    assert!(
+        out.join(&pkg).is_dir(),
+        "{pkg} in {:?}",
+        std::fs::read_dir(&out).map(|d| d.count())
+    );
 
     // run --tuned computes the copy with the tuned blocks.
     let y = dir.path().join("y.npy");
     let o = pkc_cached(
         &cache,
         &[
-            "run", "--tuned", src_arg, "--in", "x=tests/data/add_16x256/x.npy", "--out",
+            "run",
+            "--tuned",
+            src_arg,
+            "--in",
+            "x=tests/data/add_16x256/x.npy",
+            "--out",
             &format!("y={}", y.display()),
         ],
     );
@@ -147,16 +190,38 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     );
 
     // Another shape is another entry: a miss, said so, defaults used.
-    let o = pkc_cached(&cache, &["build", "--tuned", src_arg, "-p", "M=32", "-o", out.to_str().unwrap()]);
+    let o = pkc_cached(
+        &cache,
+        &[
+            "build",
+            "--tuned",
+            src_arg,
+            "-p",
+            "M=32",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no tuning cache entry for `copy`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tuning cache entry for `copy`"),
+        "{}",
+        stderr(&o)
+    );
     assert!(out.join("copy-M32").is_dir());
 
     // Changing the source invalidates the entry.
     std::fs::write(&src, format!("// edited\n{COPY}")).expect("rewrite");
-    let o = pkc_cached(&cache, &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()]);
+    let o = pkc_cached(
+        &cache,
+        &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no tuning cache entry"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tuning cache entry"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -167,7 +232,10 @@ fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
     let run = |seed: &str| {
         let o = pkc_cached(
             &dir.path().join("cache"),
-            &["tune", src_arg, "--budget", "2", "--seed", seed, "--no-aot", "--eval", "cpu", "--json"],
+            &[
+                "tune", src_arg, "--budget", "2", "--seed", seed, "--no-aot", "--eval", "cpu",
+                "--json",
+            ],
         );
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         json_lines(&o).remove(0)
@@ -185,9 +253,15 @@ fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
         v.sort();
         v
     };
-    assert_eq!(configs(&a), configs(&run("7")), "the same seed samples the same configurations");
+    assert_eq!(
+        configs(&a),
+        configs(&run("7")),
+        "the same seed samples the same configurations"
+    );
     // The default (bm=8 bn=128) is always among those sampled.
-    assert!(configs(&a).iter().any(|c| c.contains("\"bm\":\"8\"") && c.contains("\"bn\":\"128\"")));
+    assert!(configs(&a)
+        .iter()
+        .any(|c| c.contains("\"bm\":\"8\"") && c.contains("\"bn\":\"128\"")));
 }
 
 #[test]
@@ -200,18 +274,37 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     // Every configuration pruned: every candidate block is larger than 96.
     let o = pkc_cached(
         cache.path(),
-        &["tune", "kernels/matmul.pk", "-p", "M=96", "-p", "N=96", "-p", "K=96", "--no-aot"],
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=96",
+            "-p",
+            "N=96",
+            "-p",
+            "K=96",
+            "--no-aot",
+        ],
     );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK6002"), "{}", stderr(&o));
     // --eval tpu on a host without a TPU: a coded toolchain error.
     if pk_runtime::pjrt::locate_libtpu(None).is_ok() {
-        let o = pkc_cached(cache.path(), &["tune", "kernels/matmul.pk", "--eval", "tpu"]);
+        let o = pkc_cached(
+            cache.path(),
+            &["tune", "kernels/matmul.pk", "--eval", "tpu"],
+        );
         assert_eq!(code(&o), 5, "{}", stderr(&o));
         assert!(stderr(&o).contains("PK2"), "{}", stderr(&o));
     }
     // An unwritable cache directory.
-    let o = pkc(&["tune", "kernels/matmul.pk", "--no-aot", "--tuned-cache", "/proc/pk-tune"]);
+    let o = pkc(&[
+        "tune",
+        "kernels/matmul.pk",
+        "--no-aot",
+        "--tuned-cache",
+        "/proc/pk-tune",
+    ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK6003"), "{}", stderr(&o));
     let o = pkc(&["explain", "PK6002"]);

@@ -164,7 +164,9 @@ pub enum Candidates {
 impl Candidates {
     pub fn span(&self) -> Span {
         match self {
-            Candidates::List(_, s) | Candidates::Range { span: s, .. } | Candidates::Pow2 { span: s, .. } => *s,
+            Candidates::List(_, s)
+            | Candidates::Range { span: s, .. }
+            | Candidates::Pow2 { span: s, .. } => *s,
         }
     }
 }

@@ -139,9 +139,11 @@ fn compile_in(
     dir: Option<std::path::PathBuf>,
     opts: &Options,
 ) -> Result<ir::Module, Failure> {
-    on_compiler_stack(|| compile_here(name, text, dir.clone(), opts, Stage::Kernels)).map(|c| match c {
-        Compiled::Module(m) => m,
-        Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+    on_compiler_stack(|| compile_here(name, text, dir.clone(), opts, Stage::Kernels)).map(|c| {
+        match c {
+            Compiled::Module(m) => m,
+            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+        }
     })
 }
 
@@ -156,9 +158,11 @@ pub fn kernel_params(
     let name = path.to_string_lossy().to_string();
     let text = read_source(path)?;
     let dir = path.parent().map(Path::to_path_buf);
-    on_compiler_stack(|| compile_here(&name, &text, dir.clone(), opts, Stage::Params)).map(|c| match c {
-        Compiled::Params(p) => p,
-        Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
+    on_compiler_stack(|| compile_here(&name, &text, dir.clone(), opts, Stage::Params)).map(|c| {
+        match c {
+            Compiled::Params(p) => p,
+            Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
+        }
     })
 }
 
@@ -310,7 +314,8 @@ fn compile_here(
         let params: Vec<(String, Vec<ir::Param>)> = selected
             .iter()
             .map(|(_, decl)| {
-                let ps = check::kernel_params(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs);
+                let ps =
+                    check::kernel_params(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs);
                 (decl.name.name.clone(), ps)
             })
             .collect();

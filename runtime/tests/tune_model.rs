@@ -42,7 +42,14 @@ fn matmul_work_is_counted_as_the_pipeline_moves_it() {
     // change every step; c's block (i, j) every second step.
     let k = matmul(
         Target::V5e,
-        &[("M", 1024), ("N", 1024), ("K", 1024), ("bm", 256), ("bn", 256), ("bk", 512)],
+        &[
+            ("M", 1024),
+            ("N", 1024),
+            ("K", 1024),
+            ("bm", 256),
+            ("bn", 256),
+            ("bk", 512),
+        ],
         "bf16",
     )
     .expect("the default configuration checks");
@@ -98,8 +105,15 @@ fn one_step_prediction_matches_the_hand_computed_roofline() {
     let copy = (8u64 << 20) as f64 / 819e9;
     let expected = compute.max(copy) + 0.35e-6 + (8u64 << 20) as f64 / 819e9;
     let p = predict(g, &w);
-    assert!((p.seconds - expected).abs() < 1e-12, "{} vs {expected}", p.seconds);
-    assert!(!p.memory_bound, "10.90 us of compute outlasts 10.24 us of copies");
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    assert!(
+        !p.memory_bound,
+        "10.90 us of compute outlasts 10.24 us of copies"
+    );
 }
 
 #[test]
@@ -118,13 +132,19 @@ fn bigger_matmul_blocks_are_never_predicted_slower_than_128_cubed_on_v5e() {
         for bn in sizes {
             for bk in sizes {
                 if let Some(t) = time(bm, bn, bk) {
-                    assert!(t <= base, "bm={bm} bn={bn} bk={bk}: {t} s > {base} s for 128^3");
+                    assert!(
+                        t <= base,
+                        "bm={bm} bn={bn} bk={bk}: {t} s > {base} s for 128^3"
+                    );
                     compared += 1;
                 }
             }
         }
     }
-    assert_eq!(compared, 64, "every configuration fits v5e's VMEM at 8192^3");
+    assert_eq!(
+        compared, 64,
+        "every configuration fits v5e's VMEM at 8192^3"
+    );
 }
 
 #[test]
@@ -156,7 +176,11 @@ fn int8_is_predicted_faster_than_bf16_exactly_where_the_mxu_has_an_int8_path() {
             g.target
         );
         if int8_path {
-            assert!(i8t < bf, "{}: int8 {i8t} s is not faster than bf16 {bf} s", g.target);
+            assert!(
+                i8t < bf,
+                "{}: int8 {i8t} s is not faster than bf16 {bf} s",
+                g.target
+            );
         } else {
             assert_eq!(i8t, bf, "{}: no int8 path, no difference", g.target);
         }
@@ -185,7 +209,11 @@ fn spaces_enumerate_in_row_major_order_and_sample_deterministically() {
     assert_eq!(space.config(5), vec![512, 256]);
     assert_eq!(space.choose(6, 0).len(), 6);
     let a = space.choose(3, 42);
-    assert_eq!(a, space.choose(3, 42), "the same seed draws the same sample");
+    assert_eq!(
+        a,
+        space.choose(3, 42),
+        "the same seed draws the same sample"
+    );
     assert_eq!(a.len(), 3);
     assert_eq!(a[0], vec![256, 128], "the default is always in the sample");
     let mut dedup = a.clone();
@@ -244,7 +272,11 @@ fn cache_entries_are_keyed_by_source_and_written_whole() {
     };
     let path = cache::store(&dir, &k, &entry).expect("the cache is writable");
     assert_eq!(cache::lookup(&dir, &k), Some(entry));
-    assert_eq!(cache::lookup(&dir, &key("kernel b")), None, "a changed source misses");
+    assert_eq!(
+        cache::lookup(&dir, &key("kernel b")),
+        None,
+        "a changed source misses"
+    );
     let mut other = k.clone();
     other.libtpu = "0.0.52".into();
     assert_ne!(other.file_name(), k.file_name(), "another libtpu misses");

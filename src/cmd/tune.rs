@@ -13,7 +13,9 @@
 //! the best, the default and why it lost; cache the best.
 
 use super::build::{parse_targets, Targets};
-use super::common::{parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN, EXIT_USAGE};
+use super::common::{
+    parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN, EXIT_USAGE,
+};
 use super::cpu::parse_named;
 use super::ui::{json_line, print_diagnostic, progress, ui};
 use clap::{Args as ClapArgs, ValueEnum};
@@ -99,13 +101,23 @@ impl Eval {
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum TuneError {
     #[error("`{kernel}` has no tunable parameter left to choose")]
-    #[diagnostic(code(PK6001), help("declare candidates (`bm = 256 in [128, 256, 512]`), or do not fix them all with -p"))]
+    #[diagnostic(
+        code(PK6001),
+        help("declare candidates (`bm = 256 in [128, 256, 512]`), or do not fix them all with -p")
+    )]
     NothingToTune { kernel: String },
     #[error("every configuration of `{kernel}` tried for {target} was rejected ({why})")]
     #[diagnostic(code(PK6002), help("check the -p shapes against the candidates; `pkc check -p ...` shows one configuration's diagnostics"))]
-    AllPruned { kernel: String, target: String, why: String },
+    AllPruned {
+        kernel: String,
+        target: String,
+        why: String,
+    },
     #[error("cannot write the tuning cache `{dir}`: {message}")]
-    #[diagnostic(code(PK6003), help("pass a writable directory with --tuned-cache DIR or $PK_TUNE_CACHE"))]
+    #[diagnostic(
+        code(PK6003),
+        help("pass a writable directory with --tuned-cache DIR or $PK_TUNE_CACHE")
+    )]
     CacheUnwritable { dir: String, message: String },
     #[error("timing on a TPU is not available in this build of pk")]
     #[diagnostic(code(PK6004), help("use --eval model (the default) or --eval cpu"))]
@@ -147,7 +159,9 @@ pub struct TargetResult {
 }
 
 pub fn run(a: Args) -> u8 {
-    if let Err(code) = reject_repeats("-p", &a.params).and_then(|()| reject_repeats("--in", &a.inputs)) {
+    if let Err(code) =
+        reject_repeats("-p", &a.params).and_then(|()| reject_repeats("--in", &a.inputs))
+    {
         return code;
     }
     let text = match pk_lang::read_source(&a.file) {
@@ -164,7 +178,9 @@ pub fn run(a: Args) -> u8 {
     };
     let space = space_of(&params, &a.params);
     if space.axes.is_empty() {
-        print_diagnostic(&TuneError::NothingToTune { kernel: name.clone() });
+        print_diagnostic(&TuneError::NothingToTune {
+            kernel: name.clone(),
+        });
         return EXIT_ERRORS;
     }
     if a.eval == Eval::Tpu {
@@ -186,7 +202,11 @@ pub fn run(a: Args) -> u8 {
     for &target in &a.target.0 {
         let mut r = tune_target(&a, &name, &space, target, plugin);
         if r.ranked.is_empty() {
-            let mut why: Vec<String> = r.pruned.iter().map(|(c, n)| format!("{n} by {c}")).collect();
+            let mut why: Vec<String> = r
+                .pruned
+                .iter()
+                .map(|(c, n)| format!("{n} by {c}"))
+                .collect();
             if !r.refused.is_empty() {
                 why.push(format!("{} by libtpu", r.refused.len()));
             }
@@ -255,7 +275,8 @@ pub(super) fn cache_key(
     eval: Eval,
 ) -> Key {
     let tuned = |n: &str| space.axes.iter().any(|a| a.name == n);
-    let mut fixed: Vec<(String, String)> = given.iter().filter(|(n, _)| !tuned(n)).cloned().collect();
+    let mut fixed: Vec<(String, String)> =
+        given.iter().filter(|(n, _)| !tuned(n)).cloned().collect();
     fixed.sort();
     Key {
         source_sha256: cache::source_hash(text),
@@ -371,7 +392,10 @@ fn tune_target(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(c) = configs.get(i) else { break };
                 let o = evaluate_static(a, space, c, target, plugin, g);
-                outcomes.lock().unwrap_or_else(|e| e.into_inner()).push((i, o));
+                outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, o));
                 bar.inc(1);
             });
         }
@@ -512,10 +536,12 @@ pub fn tuned_params(
     let (name, kparams) = kernel_params(file, kernel, params, target)?;
     let space = space_of(&kparams, params);
     let found = cache::dir(None).and_then(|dir| {
-        [Eval::Tpu, Eval::Cpu, Eval::Model].into_iter().find_map(|e| {
-            let key = cache_key(&text, &name, &kparams, params, &space, target, e);
-            cache::lookup(&dir, &key).map(|entry| (entry, dir.join(key.file_name())))
-        })
+        [Eval::Tpu, Eval::Cpu, Eval::Model]
+            .into_iter()
+            .find_map(|e| {
+                let key = cache_key(&text, &name, &kparams, params, &space, target, e);
+                cache::lookup(&dir, &key).map(|entry| (entry, dir.join(key.file_name())))
+            })
     });
     let mut out = params.to_vec();
     match found {

@@ -26,7 +26,11 @@ fn bytes(b: Option<u64>) -> String {
 /// The human-readable report of one target.
 pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
     let mut out = String::new();
-    let what = if eval == Eval::Model { "predicted" } else { "measured" };
+    let what = if eval == Eval::Model {
+        "predicted"
+    } else {
+        "measured"
+    };
     out.push_str(&format!(
         "{kernel} on {}: {} configurations in the space, {} tried, {} kept by the checker, {} compiled by libtpu, {} ranked ({})\n",
         r.target,
@@ -66,7 +70,10 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
             ));
         }
         Some(_) => out.push_str("  the default is the best configuration\n"),
-        None => out.push_str(&format!("  the default was not ranked: {}\n", default_missing(r))),
+        None => out.push_str(&format!(
+            "  the default was not ranked: {}\n",
+            default_missing(r)
+        )),
     }
     if let Some(p) = &r.cache_path {
         out.push_str(&format!("  cached in {}\n", p.display()));
@@ -109,7 +116,11 @@ fn why_lost(d: &Candidate, b: &Candidate, eval: Eval) -> String {
             moved(d) as f64 / moved(b).max(1) as f64,
             moved(d) as f64 / 1e6,
             moved(b) as f64 / 1e6,
-            if d.prediction.memory_bound { " and is bound by HBM bandwidth" } else { "" }
+            if d.prediction.memory_bound {
+                " and is bound by HBM bandwidth"
+            } else {
+                ""
+            }
         ));
     }
     if d.work.steps > b.work.steps {

@@ -92,7 +92,8 @@ pub(super) fn where_failed(params: &[ParamShown], cond: &Expr, span: crate::span
     let mut d = failed(params, &a);
     d.code = &codes::WHERE_FALSE;
     d.message = "the kernel's `where` constraint is false".to_string();
-    d.help = Some("choose parameter values that satisfy it; `pkc tune` only tries those".to_string());
+    d.help =
+        Some("choose parameter values that satisfy it; `pkc tune` only tries those".to_string());
     d
 }
 

@@ -69,9 +69,13 @@ impl KernelCx<'_> {
                         let v = known_int(&mut b, s)?;
                         if v <= 0 {
                             b.error(
-                                Diag::new(&codes::BAD_CANDIDATES, "a range's step must be positive", s.span)
-                                    .label(format!("this is {v}"))
-                                    .help("write `lo..=hi step s` with `s >= 1`"),
+                                Diag::new(
+                                    &codes::BAD_CANDIDATES,
+                                    "a range's step must be positive",
+                                    s.span,
+                                )
+                                .label(format!("this is {v}"))
+                                .help("write `lo..=hi step s` with `s >= 1`"),
                             );
                             return None;
                         }
@@ -118,7 +122,10 @@ impl KernelCx<'_> {
             b.error(
                 Diag::new(
                     &codes::DEFAULT_NOT_CANDIDATE,
-                    format!("the default of `{}` is not one of its candidates", p.name.name),
+                    format!(
+                        "the default of `{}` is not one of its candidates",
+                        p.name.name
+                    ),
                     at,
                 )
                 .label(format!("{d} is not in {{{}{more}}}", shown.join(", ")))
@@ -184,9 +191,15 @@ fn known_int(b: &mut Builder, e: &Expr) -> Option<i64> {
 }
 
 fn empty(span: Span, why: &str) -> Diag {
-    Diag::new(&codes::BAD_CANDIDATES, "a tunable parameter has no candidates", span)
-        .label(why.to_string())
-        .help("give at least one value: `in [128, 256]`, `in 128..=1024 step 128`, `in pow2(128, 1024)`")
+    Diag::new(
+        &codes::BAD_CANDIDATES,
+        "a tunable parameter has no candidates",
+        span,
+    )
+    .label(why.to_string())
+    .help(
+        "give at least one value: `in [128, 256]`, `in 128..=1024 step 128`, `in pow2(128, 1024)`",
+    )
 }
 
 fn too_many(span: Span) -> Diag {

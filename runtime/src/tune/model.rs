@@ -174,7 +174,11 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
     let ideal_s = ideal_flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
     Prediction {
         seconds,
-        roofline_fraction: if seconds > 0.0 { ideal_s / seconds } else { 0.0 },
+        roofline_fraction: if seconds > 0.0 {
+            ideal_s / seconds
+        } else {
+            0.0
+        },
         memory_bound: copy_s > compute_s,
         steps: w.steps,
     }

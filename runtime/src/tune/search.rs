@@ -41,7 +41,11 @@ pub fn successive_halving(
     let mut rest: Vec<usize> = (0..n)
         .filter(|i| last[*i].is_some() && !alive.contains(i))
         .collect();
-    rest.sort_by(|&a, &b| last[a].unwrap_or(f64::INFINITY).total_cmp(&last[b].unwrap_or(f64::INFINITY)));
+    rest.sort_by(|&a, &b| {
+        last[a]
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&last[b].unwrap_or(f64::INFINITY))
+    });
     alive
         .into_iter()
         .chain(rest)

@@ -63,7 +63,7 @@ impl Space {
         }
         // Rejection sampling terminates quickly: budget < size.
         while (out.len() as u64) < budget {
-            let i = rng.next() % size;
+            let i = rng.next_u64() % size;
             let c = self.config(i);
             if !picked.contains(&i) && !out.contains(&c) {
                 picked.push(i);
@@ -100,7 +100,7 @@ impl Space {
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -71,12 +71,21 @@ pub fn count(k: &Kernel) -> Work {
     }
     for o in &k.operands {
         let elem = o.dtype.bytes();
-        let whole: u64 = o.shape.iter().map(|d| d.known().unwrap_or(0) as u64).product();
+        let whole: u64 = o
+            .shape
+            .iter()
+            .map(|d| d.known().unwrap_or(0) as u64)
+            .product();
         w.min_bytes += whole * elem;
         let Some(b) = &o.block else {
             continue;
         };
-        let block: u64 = b.dims.iter().map(|d| d.extent().known().unwrap_or(1) as u64).product::<u64>() * elem;
+        let block: u64 = b
+            .dims
+            .iter()
+            .map(|d| d.extent().known().unwrap_or(1) as u64)
+            .product::<u64>()
+            * elem;
         let moves = changes(k, &b.index_map, steps) * block;
         if o.role == pk_lang::ir::Role::Output {
             w.bytes_out += moves;
@@ -138,7 +147,11 @@ fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
                 let dim = |s: &[pk_lang::ir::Dim], i: usize| {
                     s.get(i).and_then(|d| d.known()).unwrap_or(1).max(1) as u64
                 };
-                let (m, kk) = if *trans_lhs { (dim(l, 1), dim(l, 0)) } else { (dim(l, 0), dim(l, 1)) };
+                let (m, kk) = if *trans_lhs {
+                    (dim(l, 1), dim(l, 0))
+                } else {
+                    (dim(l, 0), dim(l, 1))
+                };
                 let n = if *trans_rhs { dim(r, 0) } else { dim(r, 1) };
                 let dtype = f.ty(*lhs).dtype();
                 match w
@@ -180,13 +193,20 @@ fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
                 body(k, f, *then_block, times, &mut a);
                 body(k, f, *else_block, times, &mut e);
                 let cost = |x: &Work| {
-                    x.dots.iter().map(|d| (d.m * d.n * d.k * d.count) as f64).sum::<f64>()
+                    x.dots
+                        .iter()
+                        .map(|d| (d.m * d.n * d.k * d.count) as f64)
+                        .sum::<f64>()
                         + x.vector_ops
                 };
                 merge(w, if cost(&a) >= cost(&e) { a } else { e });
             }
             OpKind::For {
-                lo, hi, step, body: inner, ..
+                lo,
+                hi,
+                step,
+                body: inner,
+                ..
             } => {
                 let trips = match (const_int(f, *lo), const_int(f, *hi)) {
                     (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
@@ -194,7 +214,9 @@ fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
                 };
                 body(k, f, *inner, times * trips, w);
             }
-            OpKind::While { cond, body: inner, .. } => {
+            OpKind::While {
+                cond, body: inner, ..
+            } => {
                 body(k, f, *cond, times, w);
                 body(k, f, *inner, times, w);
             }
