@@ -91,6 +91,7 @@ fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() 
     for r in &reports {
         let t = r["target"].as_str().expect("a target");
         assert_eq!(r["space"], 64, "{t}");
+        assert_eq!(r["aot"], true, "{t}");
         assert_eq!(r["tried"], 64, "{t}: the space is below the budget");
         let pruned: u64 = r["pruned"]
             .as_object()
@@ -242,6 +243,7 @@ fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
     };
     let a = run("7");
     assert_eq!(a["evaluator"], "cpu");
+    assert_eq!(a["aot"], false, "--no-aot skips libtpu");
     assert_eq!(a["tried"], 2, "the budget caps the configurations tried");
     let configs = |r: &serde_json::Value| {
         let mut v: Vec<String> = r["best"]

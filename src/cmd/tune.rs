@@ -156,6 +156,8 @@ pub struct TargetResult {
     pub ranked: Vec<Candidate>,
     pub default: Option<Config>,
     pub cache_path: Option<PathBuf>,
+    /// Whether libtpu compiled the survivors (not under `--no-aot`).
+    pub aot: bool,
 }
 
 pub fn run(a: Args) -> u8 {
@@ -424,6 +426,7 @@ fn tune_target(
         ranked,
         default: space.default_config(),
         cache_path: None,
+        aot: plugin.is_some(),
     }
 }
 

@@ -31,13 +31,17 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
     } else {
         "measured"
     };
+    let kept = r.tried - r.pruned.values().sum::<usize>();
+    let compiled = if r.aot {
+        format!("{} compiled by libtpu", kept - r.refused.len())
+    } else {
+        "libtpu not run (--no-aot)".to_string()
+    };
     out.push_str(&format!(
-        "{kernel} on {}: {} configurations in the space, {} tried, {} kept by the checker, {} compiled by libtpu, {} ranked ({})\n",
+        "{kernel} on {}: {} configurations in the space, {} tried, {kept} kept by the checker, {compiled}, {} ranked ({})\n",
         r.target,
         r.space_size,
         r.tried,
-        r.tried - r.pruned.values().sum::<usize>(),
-        r.tried - r.pruned.values().sum::<usize>() - r.refused.len(),
         r.ranked.len(),
         eval.name()
     ));
@@ -45,7 +49,9 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
         let parts: Vec<String> = r.pruned.iter().map(|(c, n)| format!("{c} x{n}")).collect();
         out.push_str(&format!("  pruned by the checker: {}\n", parts.join(", ")));
     }
-    out.push_str(&format!("  refused by libtpu: {}\n", r.refused.len()));
+    if r.aot {
+        out.push_str(&format!("  refused by libtpu: {}\n", r.refused.len()));
+    }
     for (c, m) in &r.refused {
         out.push_str(&format!("    {c}: {m}\n"));
     }
@@ -163,6 +169,7 @@ pub fn json(kernel: &str, eval: Eval, r: &TargetResult) -> serde_json::Value {
         "space": r.space_size,
         "tried": r.tried,
         "pruned": r.pruned,
+        "aot": r.aot,
         "refused": r.refused.iter().map(|(c, m)| serde_json::json!({"config": c, "message": m})).collect::<Vec<_>>(),
         "ranked": r.ranked.len(),
         "best": r.ranked.iter().take(SHOWN).map(cand).collect::<Vec<_>>(),

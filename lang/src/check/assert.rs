@@ -98,7 +98,7 @@ pub(super) fn where_failed(params: &[ParamShown], cond: &Expr, span: crate::span
 }
 
 /// The single-segment names an expression reads.
-fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
+pub(super) fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
     match &e.kind {
         ExprKind::Name(p) if p.segments.len() == 1 => {
             out.insert(p.segments[0].name.clone());

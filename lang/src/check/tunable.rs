@@ -9,10 +9,14 @@
 //! configurations as outside the space.
 //!
 //! invariant: candidates are evaluated over the parameters declared before
-//! the one that declares them (as its default is), never over later ones.
+//! the one that declares them (as its default is), never over later ones,
+//! and never over another tunable parameter, so that the space is the
+//! product of the candidate sets (constraints between tunable parameters
+//! are `where` clauses).
 //! invariant: a candidate list in the IR is sorted, without repeats, and
 //! non-empty.
 
+use super::assert::names_in;
 use super::builder::Builder;
 use super::header::KernelCx;
 use super::value::Val;
@@ -46,6 +50,37 @@ impl KernelCx<'_> {
                 )
                 .label(format!("`{}` is not a plain `int`", p.name.name))
                 .help("only `int` parameters (block sizes, counts) have candidates"),
+            );
+            return None;
+        }
+        // Candidates over another tunable parameter would make the space
+        // something other than a product; `where` relates them instead.
+        let mut read = std::collections::BTreeSet::new();
+        match c {
+            Candidates::List(items, _) => items.iter().for_each(|e| names_in(e, &mut read)),
+            Candidates::Range { lo, hi, step, .. } => {
+                names_in(lo, &mut read);
+                names_in(hi, &mut read);
+                step.iter().for_each(|e| names_in(e, &mut read));
+            }
+            Candidates::Pow2 { lo, hi, .. } => {
+                names_in(lo, &mut read);
+                names_in(hi, &mut read);
+            }
+        }
+        let tunable = self.decl.params.iter().find(|q| {
+            q.candidates.is_some() && q.name.name != p.name.name && read.contains(&q.name.name)
+        });
+        if let Some(q) = tunable {
+            ck.error(
+                Diag::new(
+                    &codes::BAD_CANDIDATES,
+                    format!("the candidates of `{}` depend on the tunable parameter `{}`", p.name.name, q.name.name),
+                    c.span(),
+                )
+                .label(format!("reads `{}`", q.name.name))
+                .with(q.name.span, "tunable parameter declared here")
+                .help("give fixed candidates and relate the two with a `where` clause: `where bn % bm == 0`"),
             );
             return None;
         }
