@@ -267,6 +267,36 @@ fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
 }
 
 #[test]
+fn a_default_that_breaks_a_rule_for_the_shapes_does_not_stop_tuning() {
+    // At 128^3 the default blocks (256, 256, 512) are larger than the
+    // arrays; the one configuration of 128-blocks is still found.
+    let cache = TempDir::new("tune-small");
+    let o = pkc_cached(
+        cache.path(),
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=128",
+            "-p",
+            "N=128",
+            "-p",
+            "K=128",
+            "--no-aot",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &json_lines(&o)[0];
+    assert_eq!(r["ranked"], 1, "{r}");
+    assert_eq!(
+        r["best"][0]["params"],
+        serde_json::json!({"bm": "128", "bn": "128", "bk": "128"})
+    );
+    assert!(r["default"].is_null(), "the default was pruned: {r}");
+}
+
+#[test]
 fn tune_reports_its_errors_with_codes_and_exit_codes() {
     let cache = TempDir::new("tune-errors");
     // Nothing to tune: add.pk declares no candidates.

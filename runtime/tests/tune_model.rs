@@ -37,6 +37,37 @@ fn matmul(target: Target, params: &[(&str, i64)], dtype: &str) -> Option<Kernel>
 }
 
 #[test]
+fn candidates_are_evaluated_into_the_ir_sorted_and_whole() {
+    let src = "\
+kernel k<K = 1024, bm = 256 in [512, 128, 256, 128], bn = 512 in 128..=1024 step 384,
+    bk = 512 in pow2(100, K), M = 64>(
+    x: f32[1024, 1024] block [bm, bn] at (i, j),
+) -> y: f32[1024, 1024] block [bm, bn] at (i, j)
+grid (i in 1024 / bm parallel, j in 1024 / bn parallel)
+where bk % bn == 0 || bn % bk == 0
+{
+    y[..] = x[..];
+}
+";
+    let m = pk_lang::compile_source("k.pk", src, &Options::default()).expect("checks");
+    let c: Vec<Option<Vec<i64>>> = m.kernels[0]
+        .params
+        .iter()
+        .map(|p| p.candidates.clone())
+        .collect();
+    assert_eq!(
+        c,
+        vec![
+            None,
+            Some(vec![128, 256, 512]),
+            Some(vec![128, 512, 896]),
+            Some(vec![128, 256, 512, 1024]),
+            None
+        ]
+    );
+}
+
+#[test]
 fn matmul_work_is_counted_as_the_pipeline_moves_it() {
     // Grid (4, 4, 2), k fastest: a's block (i, k) and b's block (k, j)
     // change every step; c's block (i, j) every second step.

@@ -21,7 +21,7 @@ use super::ui::{json_line, print_diagnostic, progress, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
-use pk_runtime::pjrt::{MemoryStats, Plugin, TpuTarget, LIBTPU_VERSION};
+use pk_runtime::pjrt::{MemoryStats, PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
 use pk_runtime::tune::cache::{self, Entry, Key};
 use pk_runtime::tune::model::{self, Generation, Prediction};
 use pk_runtime::tune::space::{Axis, Config, Space};
@@ -474,10 +474,7 @@ fn evaluate_static(
                 code_bytes = Some(ck.generated_code_bytes);
                 memory = ck.memory_stats;
             }
-            Err(e) => {
-                let m = e.to_string();
-                return Outcome::Refused(m.lines().next().unwrap_or("").to_string());
-            }
+            Err(e) => return Outcome::Refused(refusal(&e)),
         }
     }
     let w = work::count(&built.kernel);
@@ -491,6 +488,27 @@ fn evaluate_static(
         seconds: prediction.seconds,
         prediction,
     }))
+}
+
+/// libtpu's reason for refusing a configuration, on one line: its status
+/// and the first line of its message (e.g. `RESOURCE_EXHAUSTED: ... Ran out
+/// of memory in memory space vmem. Used 17.00M of 16.00M vmem.`).
+fn refusal(e: &PjrtError) -> String {
+    let line = |m: &str| {
+        m.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(240)
+            .collect::<String>()
+    };
+    match e {
+        PjrtError::Compile {
+            status, message, ..
+        } => format!("{status}: {}", line(message)),
+        other => line(&other.to_string()),
+    }
 }
 
 /// Orders the candidates by the evaluator, best first; candidates the CPU
