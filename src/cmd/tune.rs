@@ -1,6 +1,7 @@
 //! `pkc tune FILE -p M=.. [--in NAME=PATH].. --target T[,..] [--eval
-//! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--tuned-cache DIR]`:
-//! chooses a kernel's tunable parameters per target.
+//! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--json] [--tuned-cache
+//! DIR] [--no-aot]`: chooses a kernel's tunable parameters per target
+//! (docs/tuning.md).
 //!
 //! The pipeline, per target: take the space the kernel's candidates declare
 //! (every configuration when it holds at most `--budget`, else a seeded
