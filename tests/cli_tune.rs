@@ -339,6 +339,10 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK6003"), "{}", stderr(&o));
+    // --tuned applies to sources: a package holds one specialisation.
+    let o = pkc(&["run", "--tuned", "tests/data"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK4002"), "{}", stderr(&o));
     let o = pkc(&["explain", "PK6002"]);
     assert_eq!(code(&o), 0);
 }
