@@ -478,3 +478,20 @@ fn emit_ir_requires_every_parameter() {
         stdout(&o)
     );
 }
+
+/// PK1016's explanation shows the DMA builtins that exist (`copy_start`,
+/// `copy_wait`), not Pallas's names for them.
+#[test]
+fn explain_pk1016_uses_the_dma_builtins() {
+    let o = pkc(&["explain", "PK1016"]);
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("copy_start(") && out.contains("copy_wait("),
+        "{out}"
+    );
+    assert!(
+        !out.contains("dma_start") && !out.contains("dma_wait"),
+        "{out}"
+    );
+}

@@ -348,3 +348,73 @@ fn float_and_bool_parameters_survive_the_package() {
     let got = pk_runtime::cpu::npy::to_host(got, pk_lang::ir::DType::F32).expect("f32");
     assert!(got.to_f64().iter().all(|&v| v == 1.0));
 }
+
+/// A package of a kernel with a dynamic grid axis records where its extent
+/// comes from, verifies, and runs exactly the prefetched number of steps
+/// (blocks past them are never written: NaN); the verifier refuses a
+/// manifest that drops the dynamic source.
+#[test]
+fn a_dynamic_grid_axis_survives_the_package() {
+    let out = TempDir::new("dynamic-grid");
+    let o = pkc(&[
+        "build",
+        "tests/cpu/dynamic_grid.pk",
+        "-k",
+        "rows",
+        "-o",
+        out.arg(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dir = out.path().join("rows");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("manifest.json")).expect("manifest"))
+            .expect("JSON");
+    assert_eq!(manifest["grid"][0]["dynamic"], "n[0]");
+    assert_eq!(manifest["grid"][0]["extent"], 6);
+    let o = pkc(&["verify", s(&dir)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let write = |name: &str, a: &pk_runtime::cpu::HostArray| {
+        let p = out.path().join(name);
+        fs::write(&p, pk_runtime::cpu::npy::to_bytes(a)).expect("written");
+        p
+    };
+    let n = write(
+        "n.npy",
+        &pk_runtime::cpu::HostArray::from_ints(pk_lang::ir::DType::I32, &[1], &[2]),
+    );
+    let x = write(
+        "x.npy",
+        &pk_runtime::cpu::HostArray::from_f32(&[48, 128], &[1.0; 48 * 128]),
+    );
+    let y = out.path().join("y.npy");
+    let o = pkc(&[
+        "run",
+        s(&dir),
+        "--in",
+        &format!("n={}", s(&n)),
+        "--in",
+        &format!("x={}", s(&x)),
+        "--out",
+        &format!("y={}", s(&y)),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let got = pk_runtime::cpu::npy::read(&y).expect("read");
+    let got = pk_runtime::cpu::npy::to_host(got, pk_lang::ir::DType::F32)
+        .expect("f32")
+        .to_f64();
+    assert!(got[..2 * 8 * 128].iter().all(|&v| v == 2.0));
+    assert!(got[2 * 8 * 128..].iter().all(|v| v.is_nan()));
+    edit_manifest(&dir, |m| {
+        m["grid"][0]
+            .as_object_mut()
+            .expect("axis")
+            .remove("dynamic");
+    });
+    let o = pkc(&["verify", s(&dir)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        text.contains("PK3011") && text.contains("`t in (element 0 of operand 0) <= 6 parallel`"),
+        "{text}"
+    );
+}

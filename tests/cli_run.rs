@@ -362,3 +362,39 @@ fn run_takes_only_the_operands_present() {
     assert_eq!(code(&o), 1, "{}", text(&o));
     assert!(flat(&o).contains("PK1006") && flat(&o).contains("has no input `x_scale`"));
 }
+
+/// A dynamic grid axis whose prefetch element is above its declared bound
+/// fails the run with PK1035 (exit 4) and writes no output; within the
+/// bound the run succeeds.
+#[test]
+fn a_dynamic_extent_above_its_bound_is_a_run_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    npy::write(&x, &HostArray::from_f32(&[48, 128], &[1.0; 48 * 128])).expect("x");
+    let out = dir.path().join("y.npy");
+    for (count, want) in [(7, 4), (6, 0)] {
+        let n = dir.path().join("n.npy");
+        npy::write(&n, &HostArray::from_ints(DType::I32, &[1], &[count])).expect("n");
+        let o = pkc(&[
+            "run",
+            "tests/cpu/dynamic_grid.pk",
+            "--kernel",
+            "rows",
+            "--in",
+            &format!("n={}", n.display()),
+            "--in",
+            &format!("x={}", x.display()),
+            "--out",
+            &format!("y={}", out.display()),
+        ]);
+        assert_eq!(code(&o), want, "n={count}: {}", text(&o));
+        if want == 4 {
+            let t = flat(&o);
+            assert!(t.contains("PK1035") && t.contains("reads 7 steps"), "{t}");
+            assert!(!out.exists());
+        } else {
+            let y = npy::values(&npy::read(&out).expect("y"), DType::F32);
+            assert!(y.iter().all(|&v| v == 2.0), "every block is visited");
+        }
+    }
+}

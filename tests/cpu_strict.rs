@@ -201,3 +201,19 @@ fn fuel_stops_runaway_loops() {
         "{e}"
     );
 }
+
+/// A copy never waited for is reported at the grid step that started it,
+/// not at the step where the grid ended.
+#[test]
+fn an_unwaited_copy_names_the_step_that_started_it() {
+    let k = try_build(&root().join("tests/cpu/dma_started_step.pk"), &[], false).expect("builds");
+    let x = HostArray::from_f32(&[8, 128], &[0.0; 1024]);
+    let e = k
+        .run(vec![x], &RunOptions::default())
+        .expect_err("never waited");
+    let msg = e.to_string();
+    assert_eq!(e.code().map(|c| c.to_string()).as_deref(), Some("PK1016"));
+    assert!(msg.contains("dma_started_step.pk:9:"), "{msg}");
+    assert!(msg.contains("(grid step (1))"), "{msg}");
+    assert!(msg.contains("the grid ended at step (3)"), "{msg}");
+}

@@ -16,7 +16,7 @@ import os
 import ml_dtypes
 import numpy as np
 
-from gen import attention, layers
+from gen import attention, gmm, layers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -99,6 +99,7 @@ def main():
         softmax_case("softmax_24x256_wide_range", 24, 256, 8, scale=80.0),
     ]
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
+    cases += gmm.cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

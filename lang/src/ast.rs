@@ -318,11 +318,15 @@ pub struct StaticAssert {
     pub span: Span,
 }
 
-/// `i in M / bm parallel`
-#[derive(Debug, Clone, PartialEq)]
+/// `i in M / bm parallel`, or a dynamic extent with its compile-time upper
+/// bound, `t in n[0] <= 64 arbitrary`.
+#[derive(Clone, PartialEq)]
 pub struct GridDim {
     pub name: Ident,
     pub extent: Expr,
+    /// The bound written after `<=`: present exactly when the extent is
+    /// meant to be read at run time.
+    pub bound: Option<Expr>,
     pub semantics: Semantics,
     pub span: Span,
 }
@@ -331,6 +335,20 @@ pub struct GridDim {
 pub enum Semantics {
     Parallel,
     Arbitrary,
+}
+
+/// Prints `bound` only when present, so static grids print as before.
+impl std::fmt::Debug for GridDim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("GridDim");
+        d.field("name", &self.name).field("extent", &self.extent);
+        if let Some(b) = &self.bound {
+            d.field("bound", b);
+        }
+        d.field("semantics", &self.semantics)
+            .field("span", &self.span)
+            .finish()
+    }
 }
 
 /// `ids: i32[G]`: a scalar-prefetch operand, copied to SMEM before the grid runs.

@@ -56,7 +56,12 @@ pub fn too_deep(m: &Module) -> Option<Span> {
                 }
                 for c in &k.clauses {
                     match c {
-                        Clause::Grid(g, _) => g.iter().for_each(|d| w.expr(&d.extent, 0)),
+                        Clause::Grid(g, _) => g.iter().for_each(|d| {
+                            w.expr(&d.extent, 0);
+                            if let Some(b) = &d.bound {
+                                w.expr(b, 0);
+                            }
+                        }),
                         Clause::Prefetch(p, _) => p.iter().for_each(|d| w.exprs(&d.dims)),
                         Clause::Scratch(s, _) => s.iter().for_each(|d| match &d.kind {
                             ScratchKind::Buffer { dims, .. } | ScratchKind::DmaSem { dims } => {

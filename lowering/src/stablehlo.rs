@@ -138,6 +138,19 @@ pub struct CustomCall {
     /// Keeps XLA from removing or deduplicating the call (e.g. kernels that
     /// only write through aliases).
     pub has_side_effect: bool,
+    /// The dynamic grid bounds, one per dynamic `iteration_bounds` entry of
+    /// the Mosaic kernel, in grid order. Each is read in `main` from one
+    /// element of an operand and passed to the custom call ahead of the
+    /// operands, as Pallas passes its dynamic grid bounds.
+    pub dynamic_grid: Vec<DynamicBound>,
+}
+
+/// One dynamic grid bound: element `index` of operand `operand` (an `i32`
+/// array).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicBound {
+    pub operand: usize,
+    pub index: Vec<i64>,
 }
 
 /// A [`CustomCall`] that cannot be wrapped. These are checked before any text
@@ -174,6 +187,8 @@ pub enum StableHloError {
     AliasResultTwice { result: usize },
     #[error("kernel metadata is not a JSON object: {0}")]
     Metadata(String),
+    #[error("dynamic grid bound {bound} is not one element of an i32 operand")]
+    DynamicBound { bound: usize },
 }
 
 /// Builds the StableHLO module text for `call`.
@@ -186,10 +201,19 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
         .enumerate()
         .map(|(i, t)| format!("%arg{i}: {t}"))
         .collect();
-    let operand_names: Vec<String> = (0..call.operands.len())
-        .map(|i| format!("%arg{i}"))
+    // Dynamic grid bounds go first, as scalar `i32` tensors.
+    let bound_ty = TensorType::new(Vec::new(), ElemType::I32);
+    let operand_names: Vec<String> = (0..call.dynamic_grid.len())
+        .map(|k| format!("%bound{k}"))
+        .chain((0..call.operands.len()).map(|i| format!("%arg{i}")))
         .collect();
-    let operand_types: Vec<String> = call.operands.iter().map(|t| t.to_string()).collect();
+    let operand_types: Vec<String> = call
+        .dynamic_grid
+        .iter()
+        .map(|_| &bound_ty)
+        .chain(&call.operands)
+        .map(|t| t.to_string())
+        .collect();
     let result_types: Vec<String> = call.results.iter().map(|t| t.to_string()).collect();
 
     let (main_results, binding, returned, call_results) = match result_types.as_slice() {
@@ -231,6 +255,9 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
         "  func.func public @main({}) -> {main_results} {{",
         args.join(", ")
     );
+    for (k, b) in call.dynamic_grid.iter().enumerate() {
+        write_bound(&mut out, k, b, &call.operands[b.operand]);
+    }
     let _ = writeln!(
         out,
         "    {binding} = stablehlo.custom_call @tpu_custom_call({}) {{{}}} : ({}) -> {call_results}",
@@ -241,6 +268,26 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
     let _ = writeln!(out, "    return {returned} : {}", result_types.join(", "));
     out.push_str("  }\n}\n");
     Ok(out)
+}
+
+/// `%boundK`: element `b.index` of operand `b.operand` as a `tensor<i32>`,
+/// a one-element `stablehlo.slice` reshaped to rank 0.
+fn write_bound(out: &mut String, k: usize, b: &DynamicBound, t: &TensorType) {
+    let list =
+        |v: &mut dyn Iterator<Item = i64>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let one = TensorType::new(vec![1; t.shape.len()], t.dtype);
+    let _ = writeln!(
+        out,
+        "    %bound{k}_slice = \"stablehlo.slice\"(%arg{}) {{limit_indices = array<i64: {}>, start_indices = array<i64: {}>, strides = array<i64: {}>}} : ({t}) -> {one}",
+        b.operand,
+        list(&mut b.index.iter().map(|i| i + 1)),
+        list(&mut b.index.iter().copied()),
+        list(&mut b.index.iter().map(|_| 1)),
+    );
+    let _ = writeln!(
+        out,
+        "    %bound{k} = stablehlo.reshape %bound{k}_slice : ({one}) -> tensor<i32>"
+    );
 }
 
 /// The attribute dictionary of the custom call, in the alphabetical order in
@@ -261,7 +308,9 @@ fn custom_call_attributes(call: &CustomCall, metadata: &str) -> String {
         "mhlo.frontend_attributes = {{kernel_metadata = \"{}\"}}",
         escape_mlir_string(metadata)
     ));
-    attrs.push(format!("operand_layouts = [{}]", layouts(&call.operands)));
+    let bounds = vec![TensorType::new(Vec::new(), ElemType::I32); call.dynamic_grid.len()];
+    let operands: Vec<TensorType> = bounds.into_iter().chain(call.operands.clone()).collect();
+    attrs.push(format!("operand_layouts = [{}]", layouts(&operands)));
     if !call.aliases.is_empty() {
         attrs.push(format!(
             "output_operand_aliases = [{}]",
@@ -290,6 +339,8 @@ fn output_operand_aliases(call: &CustomCall) -> String {
             } else {
                 "[]".to_string()
             };
+            // The dynamic grid bounds come first among the call's operands.
+            let operand = operand + call.dynamic_grid.len();
             format!(
                 "#stablehlo.output_operand_alias<output_tuple_indices = {tuple}, \
                  operand_index = {operand}, operand_tuple_indices = []>"
@@ -480,6 +531,16 @@ fn validate(call: &CustomCall) -> Result<(), StableHloError> {
                 index,
                 shape: t.shape.clone(),
             });
+        }
+    }
+    for (bound, b) in call.dynamic_grid.iter().enumerate() {
+        let fits = call.operands.get(b.operand).is_some_and(|t| {
+            t.dtype == ElemType::I32
+                && t.shape.len() == b.index.len()
+                && b.index.iter().zip(&t.shape).all(|(&i, &d)| 0 <= i && i < d)
+        });
+        if !fits {
+            return Err(StableHloError::DynamicBound { bound });
         }
     }
     let mut aliased = vec![false; call.results.len()];

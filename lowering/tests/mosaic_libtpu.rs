@@ -80,6 +80,15 @@ fn other_configs(stem: &str) -> Vec<&'static [(&'static str, &'static str)]> {
         "ragged_axes" => vec![&[("M", "1000"), ("T", "f32")]],
         "optional_params" => vec![&[("window", "64")], &[("window", "none")]],
         "computed_shapes" => vec![&[("WIDE", "true"), ("S", "300")]],
+        "gmm" => vec![&[
+            ("M", "48"),
+            ("K", "128"),
+            ("N", "128"),
+            ("G", "3"),
+            ("tm", "16"),
+            ("T", "bf16"),
+        ]],
+        "dynamic_grid" => vec![&[("M", "64"), ("bm", "8"), ("bn", "128")]],
         _ => Vec::new(),
     }
 }
@@ -535,4 +544,50 @@ fn libtpu_agrees_on_run_time_indices() {
         accepted > 200 && refused > 200,
         "{accepted} accepted, {refused} refused"
     );
+}
+
+/// Dynamic grid bounds reach libtpu as Pallas passes them: one leading
+/// `tensor<i32>` per dynamic axis, in grid order, before the prefetch
+/// arrays, with the aliases shifted past them. The same module without the
+/// leading operands, or with the alias unshifted, is refused on every
+/// target, so what libtpu accepts is this layout and not any.
+#[test]
+fn libtpu_takes_dynamic_grid_bounds_ahead_of_the_operands() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let src = "kernel bump<G = 8>(x: f32[2 * G * 8, 128] block [8, 128] at (u * G + t, 0))
+    -> y: f32[2 * G * 8, 128] block [8, 128] at (u * G + t, 0) aliases x
+prefetch (n: i32[2], m: i32[1])
+grid (u in m[0] <= 2 parallel, t in n[1] <= G arbitrary)
+{ y[..] = x[..] + (u as f32); }";
+    let opts = Options {
+        specialise: true,
+        ..Options::default()
+    };
+    let module = pk_lang::compile_source("k.pk", src, &opts).expect("checks");
+    let k = &module.kernels[0];
+    let lowered = mosaic::lower(&module, k, &mosaic::Options::default()).expect("lowers");
+    let call = mosaic::custom_call(k, &lowered);
+    assert_eq!(call.dynamic_grid.len(), 2);
+    let hlo = stablehlo::custom_call_module(&call).expect("wraps");
+    assert!(hlo.contains("@tpu_custom_call(%bound0, %bound1, %arg0, %arg1, %arg2)"));
+    let without = stablehlo::custom_call_module(&stablehlo::CustomCall {
+        dynamic_grid: Vec::new(),
+        ..call.clone()
+    })
+    .expect("wraps");
+    let unshifted = hlo.replace("operand_index = 4", "operand_index = 2");
+    assert_ne!(unshifted, hlo);
+    for target in Target::ALL {
+        let t = tpu_target(target);
+        if let Err(e) = plugin.compile(t, &hlo) {
+            panic!("{target:?}: libtpu refuses the dynamic grid: {e}");
+        }
+        let e = plugin.compile(t, &without).expect_err("no leading bounds");
+        assert!(e.to_string().contains("window_params"), "{target:?}: {e}");
+        assert!(
+            plugin.compile(t, &unshifted).is_err(),
+            "{target:?}: unshifted alias"
+        );
+    }
 }

@@ -90,14 +90,12 @@ def _cpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Ke
     return rule(ctx, *args, kernel_id=np.int64(kernel.ffi_id))
 
 
-def _custom_call_of(module: ir.Module) -> ir.Operation:
-    """The ``tpu_custom_call`` op of a module ``pkc build`` wrote."""
+def _main_of(module: ir.Module) -> ir.Operation:
+    """The ``main`` function of a module ``pkc build`` wrote."""
     for func in module.body.operations:
-        for block in func.regions[0].blocks:
-            for op in block.operations:
-                if op.operation.name == "stablehlo.custom_call":
-                    return op.operation
-    raise PkError(f"internal error: no custom call in pk's StableHLO module")
+        if func.operation.name == "func.func":
+            return func.operation
+    raise PkError("internal error: no main function in pk's StableHLO module")
 
 
 def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
@@ -108,19 +106,27 @@ def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
 
 def _tpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Kernel) -> Any:
     # pk's own module for these shapes is parsed into the lowering's
-    # context and its custom call re-emitted on the traced operands, with
-    # every attribute as pkc build wrote it.
+    # context and the body of its `main` replayed on the traced operands,
+    # every attribute as pkc build wrote it: the `tpu_custom_call`, and
+    # before it, for a kernel with dynamic grid extents, the ops that read
+    # each bound from its scalar-prefetch operand (the call takes the
+    # bounds ahead of its operands, as Pallas passes them).
     module = ir.Module.parse(kernel.stablehlo, context=ctx.module_context.context)
-    call = _custom_call_of(module)
-    result_types = [r.type for r in call.results]
-    attributes = _attributes(call)
-    op = ir.Operation.create(
-        "stablehlo.custom_call",
-        results=result_types,
-        operands=list(args),
-        attributes=attributes,
-    )
-    return list(op.results)
+    (block,) = _main_of(module).regions[0].blocks
+    values: dict[ir.Value, ir.Value] = {a: x for a, x in zip(block.arguments, args)}
+    for inner in block.operations:
+        op = inner.operation
+        operands = [values[v] for v in op.operands]
+        if op.name in ("func.return", "return"):
+            return operands
+        new = ir.Operation.create(
+            op.name,
+            results=[r.type for r in op.results],
+            operands=operands,
+            attributes=_attributes(op),
+        )
+        values.update(zip(op.results, new.results))
+    raise PkError("internal error: pk's StableHLO main does not return")
 
 
 mlir.register_lowering(_call_p, _cpu_lowering, platform="cpu")

@@ -165,6 +165,37 @@ pub fn infer_params(
     Ok(out)
 }
 
+/// One array a call passes, as the header declares it.
+struct Declared<'a> {
+    name: &'a ast::Ident,
+    dtype: &'a ast::Ident,
+    dims: &'a [ast::Expr],
+    span: Span,
+}
+
+/// The arrays a call passes, in call order: the scalar-prefetch operands
+/// (in their `prefetch (...)` clauses), then the inputs.
+fn declared_inputs(decl: &ast::KernelDecl) -> Vec<Declared<'_>> {
+    let prefetch = decl.clauses.iter().flat_map(|c| match c {
+        ast::Clause::Prefetch(ps, _) => ps.as_slice(),
+        _ => &[],
+    });
+    prefetch
+        .map(|p| Declared {
+            name: &p.name,
+            dtype: &p.dtype,
+            dims: &p.dims,
+            span: p.span,
+        })
+        .chain(decl.inputs.iter().map(|o| Declared {
+            name: &o.name,
+            dtype: &o.dtype,
+            dims: &o.dims,
+            span: o.span,
+        }))
+        .collect()
+}
+
 struct Binder<'a> {
     decl: &'a ast::KernelDecl,
     given: BTreeMap<String, String>,
@@ -183,7 +214,7 @@ impl Binder<'_> {
     }
 
     fn bind(&mut self, args: &[ArgSig]) {
-        let inputs = &self.decl.inputs;
+        let inputs = declared_inputs(self.decl);
         if args.len() != inputs.len() {
             let names: Vec<&str> = inputs.iter().map(|o| o.name.name.as_str()).collect();
             self.diags.push(
@@ -229,7 +260,7 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_dtype(&mut self, o: &ast::OperandDecl, a: &ArgSig) {
+    fn bind_dtype(&mut self, o: &Declared, a: &ArgSig) {
         let name = &o.dtype.name;
         let where_ = format!("the dtype of `{}`", o.name.name);
         if self.param_kind(name) == Some(ParamKind::Dtype) {
@@ -253,7 +284,7 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_dim(&mut self, o: &ast::OperandDecl, d: usize, e: &ast::Expr, n: u64) {
+    fn bind_dim(&mut self, o: &Declared, d: usize, e: &ast::Expr, n: u64) {
         let where_ = format!("dimension {d} of `{}`", o.name.name);
         match &e.kind {
             ExprKind::Name(p) if p.segments.len() == 1 => {
@@ -569,5 +600,42 @@ mod tests {
         assert!(batched_source(&whole, None, &[false, true], 2).is_some());
         assert!(batched_source(ADD, None, &[true], 2).is_none(), "arity");
         assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
+    }
+
+    /// Scalar-prefetch operands come first in a call, as in the compiled
+    /// kernel's operand order, and their sizes are inferred like inputs'.
+    #[test]
+    fn prefetch_operands_are_bound_before_the_inputs() {
+        let src = "kernel rows<G = 8, R = 16>(x: f32[R, 128] block [8, 128] at (t, 0))\n    -> y: f32[R, 128] block [8, 128] at (t, 0)\nprefetch (n: i32[G])\ngrid (t in n[0] <= R / 8 arbitrary)\n{\n    y[..] = x[..];\n}\n";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("rows.pk");
+        std::fs::write(&path, src).expect("source");
+        let sig = |dtype: &str, shape: &[u64]| ArgSig {
+            dtype: dtype.to_string(),
+            shape: shape.to_vec(),
+        };
+        let got = infer_params(
+            &path,
+            None,
+            &[],
+            &[sig("i32", &[3]), sig("f32", &[64, 128])],
+        )
+        .expect("binds");
+        assert_eq!(
+            got,
+            [
+                ("G".to_string(), "3".to_string()),
+                ("R".to_string(), "64".to_string())
+            ]
+        );
+        // The input alone is one array short.
+        let e = infer_params(&path, None, &[], &[sig("f32", &[64, 128])]).expect_err("count");
+        assert!(
+            e.diags[0]
+                .message
+                .contains("takes 2 arrays (n, x), 1 given"),
+            "{}",
+            e.diags[0].message
+        );
     }
 }

@@ -118,6 +118,7 @@ fn add_call(outputs: usize) -> CustomCall {
         aliases: vec![],
         metadata_json: String::new(),
         has_side_effect: false,
+        dynamic_grid: Vec::new(),
     }
 }
 
@@ -236,6 +237,7 @@ fn custom_call_options_are_accepted_by_libtpu() {
         aliases: vec![(0, 1)],
         metadata_json: r#"{"source": "add.pk", "note": "\"quoted\""}"#.to_string(),
         has_side_effect: true,
+        dynamic_grid: Vec::new(),
         ..add_call(2)
     };
     let kernel = match plugin.compile(TpuTarget::V6e, &module(&call)) {

@@ -122,6 +122,7 @@ pub fn cpu_exit_code(e: &pk_runtime::cpu::Error) -> u8 {
         E::OutOfBounds { .. }
         | E::DivideByZero { .. }
         | E::NotMultiple { .. }
+        | E::DynamicExtent { .. }
         | E::Uninitialized { .. }
         | E::Revisit { .. }
         | E::Race { .. }

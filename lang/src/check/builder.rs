@@ -49,6 +49,9 @@ pub struct Builder<'c, 'p> {
     pub mode: Mode,
     /// Grid extents, for `num_programs`.
     pub grid_extents: Vec<Dim>,
+    /// For each dynamic grid axis, the prefetch ref and element its extent
+    /// is read from: `num_programs` on that axis loads it.
+    pub grid_dynamic: Vec<Option<(RefId, Vec<u64>)>>,
 }
 
 impl<'c, 'p> Builder<'c, 'p> {
@@ -78,6 +81,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             slots: Vec::new(),
             mode,
             grid_extents: Vec::new(),
+            grid_dynamic: Vec::new(),
         }
     }
 

@@ -26,6 +26,11 @@ pub(super) struct KernelCx<'a> {
     /// What the body (and later header stages) see by name.
     pub bindings: Vec<(String, Binding)>,
     seen: HashMap<String, Span>,
+    /// What `num_programs` gives in index maps: each axis's extent, and for
+    /// a dynamic axis the prefetch element it reads (set once the prefetch
+    /// operands exist, before the first index map is built).
+    pub grid_extents: Vec<Dim>,
+    pub grid_dynamic: Vec<Option<(ir::RefId, Vec<u64>)>>,
 }
 
 /// The clauses of a kernel, gathered (`grid`, `prefetch`, `scratch` may be
@@ -50,6 +55,8 @@ impl<'a> KernelCx<'a> {
             refs: Arena::new(),
             bindings: Vec::new(),
             seen: HashMap::new(),
+            grid_extents: Vec::new(),
+            grid_dynamic: Vec::new(),
         }
     }
 
@@ -282,6 +289,7 @@ impl<'a> KernelCx<'a> {
         &mut self,
         ck: &mut Checker,
         dims: &[&ast::GridDim],
+        prefetch: &[&ast::PrefetchDecl],
     ) -> (Vec<ir::GridAxis>, Vec<String>) {
         let mut grid = Vec::new();
         let mut ragged = Vec::new();
@@ -290,10 +298,7 @@ impl<'a> KernelCx<'a> {
             if super::ragged::is_cdiv(&g.extent) {
                 ragged.push(g.name.name.clone());
             }
-            let extent = self
-                .constant(ck)
-                .const_dim(&g.extent, "a grid extent")
-                .unwrap_or(Dim::Known(1));
+            let extent = self.grid_extent(ck, g, prefetch).unwrap_or(Dim::Known(1));
             grid.push(ir::GridAxis {
                 name: g.name.name.clone(),
                 extent,
@@ -301,21 +306,31 @@ impl<'a> KernelCx<'a> {
                     ast::Semantics::Parallel => ir::Semantics::Parallel,
                     ast::Semantics::Arbitrary => ir::Semantics::Arbitrary,
                 },
+                // Set by `dynamic_extents` once the operands are known.
+                dynamic: None,
             });
         }
         (grid, ragged)
     }
 
     /// Operands in call order: prefetch, then inputs, then outputs. Each is
-    /// bound as it is declared, so index maps see the prefetch refs.
+    /// bound as it is declared, so index maps see the prefetch refs. Once
+    /// the prefetch operands exist, the grid's dynamic extents are resolved
+    /// (see [`super::dyngrid`]), so that index maps see them too.
     pub fn operands(
         &mut self,
         ck: &mut Checker,
         prefetch: &[&'a ast::PrefetchDecl],
+        (dims, grid): (&[&ast::GridDim], &mut [ir::GridAxis]),
         grid_names: &[String],
     ) -> Vec<ir::Operand> {
         let mut operands: Vec<ir::Operand> = Vec::new();
+        let mut resolved = false;
         for src in operand_sources(self.decl, prefetch) {
+            if !resolved && matches!(src, OperandSrc::Operand(..)) {
+                self.dynamic_extents(ck, dims, grid, &operands);
+                resolved = true;
+            }
             let (name, when) = src.name_when();
             if !self.present(ck, name, when) {
                 self.declare(ck, name);
@@ -323,6 +338,9 @@ impl<'a> KernelCx<'a> {
             }
             let op = self.operand(ck, &src, operands.len(), grid_names);
             operands.push(op);
+        }
+        if !resolved {
+            self.dynamic_extents(ck, dims, grid, &operands);
         }
         operands
     }
@@ -445,8 +463,10 @@ impl<'a> KernelCx<'a> {
                     .help("return one block index per array dimension, squeezed ones included (e.g. `at (i, 0)`)"),
             );
         }
-        let f = Builder::index_map(ck, self.m, &self.refs, &self.bindings, grid_names)
-            .index_map_func(index_map, shape.len());
+        let mut b = Builder::index_map(ck, self.m, &self.refs, &self.bindings, grid_names);
+        b.grid_extents = self.grid_extents.clone();
+        b.grid_dynamic = self.grid_dynamic.clone();
+        let f = b.index_map_func(index_map, shape.len());
         let ref_shape: Vec<Dim> = bd
             .iter()
             .filter_map(|d| match d {

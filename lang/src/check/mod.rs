@@ -10,6 +10,7 @@ mod align;
 mod assert;
 pub mod builder;
 mod builtins;
+mod dyngrid;
 mod header;
 mod optional;
 mod ragged;
@@ -140,9 +141,14 @@ pub fn check_kernel(
         instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
-    let (grid, ragged) = cx.grid(ck, &clauses.grid);
+    let (mut grid, ragged) = cx.grid(ck, &clauses.grid, &clauses.prefetch);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
-    let mut operands = cx.operands(ck, &clauses.prefetch, &grid_names);
+    let mut operands = cx.operands(
+        ck,
+        &clauses.prefetch,
+        (&clauses.grid, &mut grid),
+        &grid_names,
+    );
     cx.aliases(ck, &mut operands);
     let scratch = cx.scratch(ck, &clauses.scratch);
     let vmem_limit = cx.vmem_limit(ck, clauses.vmem_limit);
@@ -164,7 +170,8 @@ pub fn check_kernel(
     }
     kernel.body = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
-        b.grid_extents = kernel.grid.iter().map(|a| a.extent.clone()).collect();
+        b.grid_extents = cx.grid_extents.clone();
+        b.grid_dynamic = cx.grid_dynamic.clone();
         b.kernel_body(&decl.body);
         b.finish()
     };

@@ -33,7 +33,7 @@ pub(super) fn axes_read<'g>(entry: &Expr, grid: &'g [String]) -> Vec<&'g str> {
 }
 
 /// Calls `f` with every single-segment name an expression reads.
-fn names(e: &Expr, f: &mut impl FnMut(&str)) {
+pub(super) fn names(e: &Expr, f: &mut impl FnMut(&str)) {
     match &e.kind {
         ExprKind::Name(p) if p.segments.len() == 1 => f(&p.segments[0].name),
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => names(a, f),

@@ -361,6 +361,16 @@ codes! {
         why: "Parallel steps may run on different cores; two of them writing the same output block race. Mark the axis `arbitrary` to accumulate over it.",
         example: "grid (i in 4 parallel) -> o: f32[8,128] block [8,128] at (0, 0)   // error",
     }
+    DYNAMIC_EXTENT_BOUND = "PK0335" "dynamic-grid-extent-bound" {
+        what: "A grid extent read at run time (from a scalar-prefetch operand) has no compile-time upper bound, or a bound is written on an extent that is known at compile time.",
+        why: "The checker sizes VMEM and SMEM budgets, proves index maps in range and looks for races with the number of steps; for a dynamic axis that number is the bound written after `<=`, and the run fails (PK1035) when the value exceeds it. A static extent needs no bound.",
+        example: "grid (t in n[0] arbitrary)          // error: no bound\ngrid (t in n[0] <= 64 arbitrary)",
+    }
+    DYNAMIC_EXTENT_SOURCE = "PK0336" "dynamic-grid-extent-source" {
+        what: "A dynamic grid extent is not one `i32` element of a scalar-prefetch operand at compile-time indices.",
+        why: "Scalar-prefetch operands are the values that exist before the grid starts (Pallas passes a dynamic grid bound the same way, ahead of the kernel's operands); inputs, grid indices and computed values do not, and the extent must be read as it is, without arithmetic.",
+        example: "grid (t in x[0] <= 64 arbitrary)   // error: `x` is an input\nprefetch (n: i32[1]) grid (t in n[0] <= 64 arbitrary)",
+    }
 
     MISSING_PARAM = "PK0401" "missing-parameter-value" {
         what: "A kernel is specialised without a value for a parameter that has no default.",

@@ -435,8 +435,33 @@ impl Semantics {
 #[derive(Debug, Clone)]
 pub struct GridAxis {
     pub name: String,
+    /// The number of steps; for a dynamic axis, its compile-time upper
+    /// bound, which every static rule (budgets, races, index maps) uses.
     pub extent: Dim,
     pub semantics: Semantics,
+    /// Set when the number of steps is read at run time from one element of
+    /// a scalar-prefetch operand (`t in n[0] <= 64 arbitrary`).
+    pub dynamic: Option<DynamicExtent>,
+}
+
+/// Where a dynamic grid axis reads its number of steps: one `i32` element
+/// of a scalar-prefetch operand, at a compile-time position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicExtent {
+    /// Index into `Kernel::operands` (a `Role::Prefetch` operand).
+    pub operand: usize,
+    /// One compile-time index per dimension of that operand.
+    pub index: Vec<u64>,
+}
+
+impl DynamicExtent {
+    /// The element's position in the operand's row-major order.
+    pub fn flat_index(&self, shape: &[u64]) -> u64 {
+        self.index
+            .iter()
+            .zip(shape)
+            .fold(0, |acc, (&i, &d)| acc * d + i)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

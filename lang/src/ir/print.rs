@@ -29,7 +29,21 @@ pub fn kernel(k: &Kernel) -> String {
     let grid = k
         .grid
         .iter()
-        .map(|a| format!("{}: {} {}", a.name, a.extent, a.semantics.name()))
+        .map(|a| match &a.dynamic {
+            Some(d) => format!(
+                "{}: {}[{}] <= {} {}",
+                a.name,
+                k.operands[d.operand].name,
+                d.index
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                a.extent,
+                a.semantics.name()
+            ),
+            None => format!("{}: {} {}", a.name, a.extent, a.semantics.name()),
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(out, "  grid ({grid})");

@@ -55,6 +55,11 @@ pub fn verify_kernel(k: &Kernel, specialised: bool) -> Result<()> {
             }
         }
     }
+    for a in &k.grid {
+        if let Some(d) = &a.dynamic {
+            dynamic_extent(k, d)?;
+        }
+    }
     for (i, o) in k.operands.iter().enumerate() {
         if !k.refs.contains(o.ref_id) {
             return err(o.span, format!("operand {i} names a missing ref"));
@@ -638,4 +643,33 @@ impl Ctx<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// A dynamic grid extent reads one in-range element of an `i32`
+/// scalar-prefetch operand.
+fn dynamic_extent(k: &Kernel, d: &crate::ir::DynamicExtent) -> Result<()> {
+    let Some(o) = k.operands.get(d.operand) else {
+        return err(
+            k.span,
+            format!("dynamic grid extent names missing operand {}", d.operand),
+        );
+    };
+    if o.role != crate::ir::Role::Prefetch || o.dtype != DType::I32 {
+        return err(
+            o.span,
+            "a dynamic grid extent reads an operand that is not i32 prefetch",
+        );
+    }
+    let in_range = d.index.len() == o.shape.len()
+        && d.index
+            .iter()
+            .zip(&o.shape)
+            .all(|(&i, n)| n.known().is_none_or(|n| (i as i64) < n));
+    if !in_range {
+        return err(
+            o.span,
+            "a dynamic grid extent's index is not one element of its operand",
+        );
+    }
+    Ok(())
 }

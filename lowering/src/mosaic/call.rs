@@ -2,7 +2,7 @@
 //! tensors, aliases, cost and VMEM limit, for `stablehlo::custom_call_module`.
 
 use super::MosaicModule;
-use crate::stablehlo::{CostEstimate, CustomCall, ElemType, TensorType};
+use crate::stablehlo::{CostEstimate, CustomCall, DynamicBound, ElemType, TensorType};
 use pk_lang::ir::{self, DType, Role};
 
 /// The element type of an array at the kernel boundary. Booleans cross it as
@@ -26,7 +26,9 @@ fn tensor(o: &ir::Operand) -> TensorType {
 }
 
 /// The custom call of `kernel` (lowered to `mosaic`): operands are the
-/// scalar-prefetch arrays and inputs in call order, results the outputs.
+/// scalar-prefetch arrays and inputs in call order, results the outputs;
+/// each dynamic grid axis adds a leading scalar read from its prefetch
+/// element.
 ///
 /// `vmem_limit_bytes` is the kernel's own `vmem_limit`, if any. A caller that
 /// compiles for known targets should otherwise set it to the VMEM budget the
@@ -45,6 +47,18 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
         .filter_map(|(r, o)| {
             let src = o.aliases?;
             inputs.iter().position(|&i| i == src).map(|p| (p, r))
+        })
+        .collect();
+    // A dynamic grid axis reads its bound from a prefetch element, which
+    // the call passes ahead of its operands.
+    let dynamic_grid = kernel
+        .grid
+        .iter()
+        .filter_map(|a| a.dynamic.as_ref())
+        .filter_map(|d| {
+            let operand = inputs.iter().position(|&i| i == d.operand)?;
+            let index = d.index.iter().map(|&i| i as i64).collect();
+            Some(DynamicBound { operand, index })
         })
         .collect();
     let cost = ir::cost::estimate(kernel);
@@ -66,5 +80,6 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
         aliases,
         metadata_json: String::new(),
         has_side_effect: false,
+        dynamic_grid,
     }
 }

@@ -4,7 +4,9 @@
 //!   then the scalar-prefetch refs (SMEM), then one memref per operand (the
 //!   block in VMEM or SMEM, or the whole array; ANY operands are HBM memrefs
 //!   reached by DMA), then the scratch buffers and semaphores;
-//! - its attributes `dimension_semantics`, `iteration_bounds`,
+//! - its attributes `dimension_semantics`, `iteration_bounds` (MLIR's
+//!   dynamic size for a dynamic grid axis, whose bound the custom call
+//!   passes as a leading scalar operand),
 //!   `scalar_prefetch`, `scratch_operands`, `tpu.core_type` and
 //!   `window_params` (one entry per operand other than prefetch);
 //! - one `@transform_N` function per windowed operand `N`, from the grid
@@ -230,7 +232,16 @@ fn kernel_func<'c>(
         ("tpu.core_type", m.parse_attr("#tpu.core_type<tc>", at.src)?),
     ];
     if !k.grid.is_empty() {
-        let bounds: Vec<i64> = k.grid.iter().map(|a| a.extent.get() as i64).collect();
+        // A dynamic axis is MLIR's dynamic size, as Pallas writes it; the
+        // TPU reads its bound from the custom call's leading operands.
+        let bounds: Vec<i64> = k
+            .grid
+            .iter()
+            .map(|a| match a.dynamic {
+                Some(_) => i64::MIN,
+                None => a.extent.get() as i64,
+            })
+            .collect();
         attrs.push(("iteration_bounds", m.i64_array(&bounds)));
         let windows = l
             .windows

@@ -15,6 +15,7 @@ fn add_call() -> CustomCall {
         aliases: vec![],
         metadata_json: String::new(),
         has_side_effect: false,
+        dynamic_grid: Vec::new(),
     }
 }
 
@@ -182,6 +183,7 @@ fn multiple_results_and_aliases_print_as_jax_does() {
         results: vec![f32_2d(), TensorType::new([], ElemType::I32)],
         aliases: vec![(1, 0)],
         has_side_effect: true,
+        dynamic_grid: Vec::new(),
         ..add_call()
     };
     let text = custom_call_module(&call).unwrap();
@@ -283,4 +285,60 @@ fn malformed_calls_are_rejected() {
         }),
         Some(StableHloError::Metadata(_))
     ));
+}
+
+/// A dynamic grid bound is read in `main` from its operand's element and
+/// passed first, as a `tensor<i32>` with a rank-0 layout; aliases count it.
+#[test]
+fn dynamic_grid_bounds_lead_the_operands() {
+    let call = CustomCall {
+        operands: vec![TensorType::new([2, 3], ElemType::I32), f32_2d()],
+        aliases: vec![(1, 0)],
+        dynamic_grid: vec![DynamicBound {
+            operand: 0,
+            index: vec![1, 2],
+        }],
+        ..add_call()
+    };
+    let text = custom_call_module(&call).unwrap();
+    assert!(text.contains(
+        "    %bound0_slice = \"stablehlo.slice\"(%arg0) {limit_indices = array<i64: 2, 3>, \
+         start_indices = array<i64: 1, 2>, strides = array<i64: 1, 1>} : (tensor<2x3xi32>) -> tensor<1x1xi32>\n    \
+         %bound0 = stablehlo.reshape %bound0_slice : (tensor<1x1xi32>) -> tensor<i32>\n"
+    ));
+    assert!(text.contains("@tpu_custom_call(%bound0, %arg0, %arg1)"));
+    assert!(text.contains(
+        "operand_layouts = [dense<> : tensor<0xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]"
+    ));
+    assert!(text
+        .contains(": (tensor<i32>, tensor<2x3xi32>, tensor<512x128xf32>) -> tensor<512x128xf32>"));
+    assert!(text.contains("operand_index = 2, operand_tuple_indices = []"));
+    // A bound must be one element of an i32 operand.
+    for bad in [
+        DynamicBound {
+            operand: 1,
+            index: vec![0, 0],
+        },
+        DynamicBound {
+            operand: 0,
+            index: vec![2, 0],
+        },
+        DynamicBound {
+            operand: 0,
+            index: vec![0],
+        },
+        DynamicBound {
+            operand: 5,
+            index: vec![0, 0],
+        },
+    ] {
+        let call = CustomCall {
+            dynamic_grid: vec![bad],
+            ..call.clone()
+        };
+        assert_eq!(
+            custom_call_module(&call).err(),
+            Some(StableHloError::DynamicBound { bound: 0 })
+        );
+    }
 }

@@ -199,8 +199,21 @@ pub enum Semantics {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GridAxis {
     pub name: String,
+    /// The number of steps, or for a dynamic axis its upper bound.
     pub extent: u64,
     pub semantics: Semantics,
+    /// A dynamic axis runs as many steps as this prefetch element holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<DynamicAxis>,
+}
+
+/// Where a dynamic grid axis reads its number of steps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicAxis {
+    /// Index into `CpuManifest::operands` (an `i32` prefetch operand).
+    pub operand: usize,
+    /// The element's row-major position in that operand.
+    pub element: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -366,6 +366,16 @@ fn manifest(
                     ir::Semantics::Parallel => Semantics::Parallel,
                     ir::Semantics::Arbitrary => Semantics::Arbitrary,
                 },
+                dynamic: a.dynamic.as_ref().map(|d| abi::DynamicAxis {
+                    operand: d.operand,
+                    element: d.flat_index(
+                        &k.operands[d.operand]
+                            .shape
+                            .iter()
+                            .map(|x| x.get())
+                            .collect::<Vec<_>>(),
+                    ),
+                }),
             })
             .collect(),
         operands,

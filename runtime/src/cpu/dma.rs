@@ -58,11 +58,18 @@ pub(crate) struct Inflight {
     site: u32,
     sem: usize,
     bytes: u64,
+    /// The grid step that started the copy: a copy left in flight is
+    /// reported there, not at the step where the grid ended.
+    step: Vec<u64>,
     /// The copy still to do (wait mode), or `None` when already done.
     copy: Option<(Place, Place, DType)>,
 }
 
 fn dma_error(host: &Host, site: u32, what: &str) -> Error {
+    dma_error_at(host, site, what, &host.step)
+}
+
+fn dma_error_at(host: &Host, site: u32, what: &str, step: &[u64]) -> Error {
     let m = &host.m;
     let Some(s) = m.sites.get(site as usize) else {
         return Error::Internal(format!("DMA from unknown site {site}"));
@@ -73,7 +80,7 @@ fn dma_error(host: &Host, site: u32, what: &str) -> Error {
             "{} at {}: {what} (grid step {})",
             s.what,
             at(&s.loc),
-            step_str(&host.step)
+            step_str(step)
         ),
         src,
         span,
@@ -270,6 +277,7 @@ pub(crate) fn start(host: &mut Host, mem: &mut [u8], site: u32) -> Result<(), Er
         site,
         sem,
         bytes,
+        step: host.step.clone(),
         copy: pending,
     });
     Ok(())
@@ -307,13 +315,13 @@ pub(crate) fn wait(host: &mut Host, mem: &mut [u8], site: u32) -> Result<(), Err
 pub(crate) fn finish(host: &mut Host) -> Result<(), Error> {
     match host.inflight.first() {
         Some(f) => {
-            let site = f.site;
+            let (site, started) = (f.site, f.step.clone());
             host.inflight.clear();
-            Err(dma_error(
-                host,
-                site,
-                "this copy was started but never waited for",
-            ))
+            let what = format!(
+                "this copy was started but never waited for (the grid ended at step {})",
+                step_str(&host.step)
+            );
+            Err(dma_error_at(host, site, &what, &started))
         }
         None => Ok(()),
     }

@@ -105,6 +105,19 @@ pub enum Error {
 
     #[error("{message}")]
     #[diagnostic(
+        code(PK1035),
+        help("the scalar-prefetch element that a dynamic grid axis reads must lie in 0..=BOUND, the bound written after `<=`; raise the bound or fix the value")
+    )]
+    DynamicExtent {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label("the prefetch operand it reads")]
+        span: Option<SourceSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(
         code(PK1012),
         help("write the buffer before reading it (e.g. initialise scratch when the reduction axis is 0); padding of partial blocks is never data")
     )]
@@ -318,6 +331,11 @@ explain! {
         why: "The TPU compiler takes the hint on trust to prove that VMEM accesses are tile-aligned; a wrong hint makes the TPU read or write the wrong rows silently. The CPU reference checks every hint.",
         example: "let r = multiple_of(ids[i], 16);   // error when ids[i] is 8\nlet r = multiple_of(ids[i] * 16, 16);"
     }
+    "PK1035" "dynamic-grid-extent" {
+        what: "A dynamic grid axis (`t in n[0] <= 64 arbitrary`) read a number of steps above its declared bound, or below zero.",
+        why: "The bound is what the checker used for budgets, races and index maps, and what a caller sizes arrays for; a larger value would run steps nobody checked, and the TPU would index blocks past the arrays.",
+        example: "grid (t in n[0] <= 8 arbitrary)   // error when n[0] is 9 at run time\ngrid (t in n[0] <= 16 arbitrary)"
+    }
     "PK1012" "uninitialized-read" {
         what: "With --check-uninit, a load read elements that were never written: scratch before its first store, an output block before it was written, or the padding of a partial block.",
         why: "Such memory holds whatever the previous kernel left there on the TPU. Without --check-uninit the CPU reference fills it with NaN (floats) or 0xA5 bytes (integers) so that mistakes show in the results.",
@@ -341,7 +359,7 @@ explain! {
     "PK1016" "dma-error" {
         what: "A DMA was misused: a window outside its ref, a wait with no copy in flight on its semaphore, or copies still in flight when the grid ended.",
         why: "On the TPU these corrupt memory or hang the core.",
-        example: "dma_start(x_hbm[..], buf[..], sem);   // error: never waited\ndma_start(x_hbm[..], buf[..], sem); dma_wait(x_hbm[..], buf[..], sem);"
+        example: "copy_start(x_hbm, buf, sem[0]);   // error: never waited\ncopy_start(x_hbm, buf, sem[0]); copy_wait(x_hbm, buf, sem[0]);"
     }
     "PK1017" "block-index-out-of-range" {
         what: "An index map returned a block index whose block starts outside the array.",

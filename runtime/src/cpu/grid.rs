@@ -15,14 +15,16 @@
 //! block, and is not copied again.
 
 use super::array::fill_poison;
-use super::buffers::Buf;
+use super::buffers::{Buf, Buffers};
 use super::error::{at, located, Error};
 use super::instance::{step_str, Instance};
 use super::mxu::Direct;
 use super::window::{self, Win};
 use super::CpuKernel;
 use pk_lang::ir::DType;
-use pk_lowering::wasm::abi::{OperandInfo, RefOrigin, Role, Semantics, Space};
+use pk_lowering::wasm::abi::{
+    DynamicAxis, GridAxis, OperandInfo, RefOrigin, Role, Semantics, Space,
+};
 use std::collections::HashMap;
 use wasmtime::Val;
 
@@ -46,20 +48,29 @@ fn unravel(mut i: u64, extents: &[u64], out: &mut Vec<u64>) {
 }
 
 impl Schedule {
-    pub fn new(k: &CpuKernel) -> Schedule {
+    /// The schedule of one run: a dynamic axis takes its number of steps
+    /// from its prefetch element in `buffers` (PK1035 when it is negative or
+    /// above the axis's bound).
+    pub fn new(k: &CpuKernel, buffers: &Buffers) -> Result<Schedule, Error> {
         let m = &k.m;
-        let extents: Vec<u64> = m.grid.iter().map(|a| a.extent).collect();
+        let mut extents: Vec<u64> = Vec::with_capacity(m.grid.len());
+        for a in &m.grid {
+            extents.push(match &a.dynamic {
+                Some(d) => dynamic_extent(k, a, d, buffers)?,
+                None => a.extent,
+            });
+        }
         let prefix = m
             .grid
             .iter()
             .take_while(|a| a.semantics == Semantics::Parallel)
             .count();
-        Schedule {
+        Ok(Schedule {
             units: extents[..prefix].iter().product(),
             per_unit: extents[prefix..].iter().product(),
             extents,
             prefix,
-        }
+        })
     }
 
     /// The grid indices of step `s` of unit `u`.
@@ -69,6 +80,44 @@ impl Schedule {
         unravel(s, &self.extents[self.prefix..], &mut v);
         v
     }
+}
+
+/// The number of steps of dynamic axis `a`: its prefetch element, checked
+/// against the bound the kernel declared.
+fn dynamic_extent(
+    k: &CpuKernel,
+    a: &GridAxis,
+    d: &DynamicAxis,
+    buffers: &Buffers,
+) -> Result<u64, Error> {
+    let o = &k.m.operands[d.operand];
+    let at_byte = d.element as usize * 4;
+    let value = buffers.read(buffers.of_operand[d.operand], |b| {
+        b.get(at_byte..at_byte + 4)
+            .map(|w| i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+    })?;
+    let Some(value) = value else {
+        return Err(Error::Internal(format!(
+            "dynamic grid axis `{}` reads element {} of `{}`, past its end",
+            a.name, d.element, o.name
+        )));
+    };
+    if value < 0 || value as u64 > a.extent {
+        let (src, span) = located(&k.m, &o.loc);
+        return Err(Error::DynamicExtent {
+            message: format!(
+                "grid axis `{}` reads {value} steps from element {} of `{}`, outside 0..={} (its declared bound) ({})",
+                a.name,
+                d.element,
+                o.name,
+                a.extent,
+                at(&o.loc)
+            ),
+            src,
+            span,
+        });
+    }
+    Ok(value as u64)
 }
 
 /// The output blocks a unit wrote, with the first step writing each.

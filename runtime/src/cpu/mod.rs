@@ -585,7 +585,7 @@ impl CpuKernel {
         buffers: &Arc<Buffers>,
         opts: &RunOptions,
     ) -> Result<(Vec<(u64, Visits)>, Traffic), Error> {
-        let sched = Schedule::new(self);
+        let sched = Schedule::new(self, buffers)?;
         let threads = (opts.threads.max(1) as u64).min(sched.units.max(1));
         // The deadline is a point on the monotonic clock, fixed before any
         // worker starts: a run stops at the limit however late the ticker

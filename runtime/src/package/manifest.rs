@@ -116,9 +116,14 @@ pub struct Operand {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GridAxis {
     pub name: String,
+    /// The number of steps, or for a dynamic axis its upper bound.
     pub extent: u64,
     /// `parallel` or `arbitrary`.
     pub semantics: String,
+    /// For a dynamic axis, the scalar-prefetch element that holds its
+    /// number of steps, as written (`n[0]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,6 +243,10 @@ impl Manifest {
                     name: a.name.clone(),
                     extent: a.extent.get(),
                     semantics: a.semantics.name().to_string(),
+                    dynamic: a.dynamic.as_ref().map(|d| {
+                        let index: Vec<String> = d.index.iter().map(|i| i.to_string()).collect();
+                        format!("{}[{}]", kernel.operands[d.operand].name, index.join(", "))
+                    }),
                 })
                 .collect(),
             targets: targets.iter().map(|t| t.name().to_string()).collect(),

@@ -131,10 +131,26 @@ pub(super) fn check_cpu(m: &Manifest, cpu: &CpuManifest) -> Result<(), String> {
             abi::Semantics::Parallel => "parallel",
             abi::Semantics::Arbitrary => "arbitrary",
         };
-        if a.name != c.name || a.extent != c.extent || a.semantics != semantics {
+        if a.name != c.name
+            || a.extent != c.extent
+            || a.semantics != semantics
+            || a.dynamic.is_some() != c.dynamic.is_some()
+        {
+            // A dynamic axis shows its bound after `<=`, as it is written.
+            let cpu_extent = match &c.dynamic {
+                Some(d) => format!(
+                    "(element {} of operand {}) <= {}",
+                    d.element, d.operand, c.extent
+                ),
+                None => c.extent.to_string(),
+            };
+            let extent = match &a.dynamic {
+                Some(src) => format!("{src} <= {}", a.extent),
+                None => a.extent.to_string(),
+            };
             return Err(format!(
-                "the CPU reference's grid axis `{} in {} {semantics}` is not the manifest's `{} in {} {}`",
-                c.name, c.extent, a.name, a.extent, a.semantics
+                "the CPU reference's grid axis `{} in {cpu_extent} {semantics}` is not the manifest's `{} in {extent} {}`",
+                c.name, a.name, a.semantics
             ));
         }
     }

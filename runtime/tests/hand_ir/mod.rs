@@ -34,6 +34,7 @@ impl Builder {
                     name: format!("g{i}"),
                     extent: Dim::Known(e),
                     semantics: Semantics::Arbitrary,
+                    dynamic: None,
                 })
                 .collect(),
             operands: vec![],

@@ -7,7 +7,7 @@ use crate::ast::{self, BinOp as AstBin, Expr};
 use crate::check::builder::{Builder, Mode};
 use crate::check::value::Val;
 use crate::diag::{codes, Diag};
-use crate::ir::{BinaryOp, DType, Dim, OpKind, ReduceOp, Type, Value};
+use crate::ir::{self, BinaryOp, DType, Dim, OpKind, ReduceOp, Type, Value};
 use crate::span::Span;
 
 impl Builder<'_, '_> {
@@ -569,6 +569,16 @@ impl Builder<'_, '_> {
         }
         if is_id {
             Val::V(self.f.entry_block().params[axis as usize])
+        } else if let Some(Some((r, index))) = self.grid_dynamic.get(axis as usize).cloned() {
+            // A dynamic axis runs as many steps as its prefetch element
+            // says; `num_programs` reads that element (what Pallas gets from
+            // `tpu.iteration_bound`), not the compile-time bound.
+            let index = index
+                .iter()
+                .map(|&i| ir::Slice::Index(ir::Start::Const(i)))
+                .collect();
+            let view = ir::RefView { target: r, index };
+            self.emit(OpKind::Load(view), Type::Scalar(DType::I32), span)
         } else {
             match self.grid_extents.get(axis as usize) {
                 Some(d) => Val::Int(d.clone()),
