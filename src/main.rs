@@ -59,6 +59,10 @@ enum Command {
     /// gmm`, `pkc meta splash`), as .npy files.
     #[command(subcommand_required = true, subcommand_value_name = "KIND")]
     Meta(cmd::meta::Args),
+    /// Choose a kernel's tunable parameters per TPU generation (checker
+    /// pruning, libtpu AOT, a performance model or CPU timing) and cache
+    /// the best for `build --tuned` and `run --tuned`.
+    Tune(cmd::tune::Args),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Aot(a) => cmd::aot::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Meta(a) => cmd::meta::run(a),

@@ -139,7 +139,36 @@ pub struct KernelParam {
     /// `window: int? = none`: the parameter may be `none`.
     pub optional: bool,
     pub default: Option<Expr>,
+    /// `in [..]`: the values a tuner may choose from; the default stays
+    /// the value used when nothing is tuned.
+    pub candidates: Option<Candidates>,
     pub span: Span,
+}
+
+/// The candidate values of a tunable parameter, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Candidates {
+    /// `[128, 256, 512]`
+    List(Vec<Expr>, Span),
+    /// `128..=1024 step 128` (step 1 when omitted)
+    Range {
+        lo: Expr,
+        hi: Expr,
+        step: Option<Expr>,
+        span: Span,
+    },
+    /// `pow2(128, 1024)`: the powers of two between the bounds, inclusive.
+    Pow2 { lo: Expr, hi: Expr, span: Span },
+}
+
+impl Candidates {
+    pub fn span(&self) -> Span {
+        match self {
+            Candidates::List(_, s)
+            | Candidates::Range { span: s, .. }
+            | Candidates::Pow2 { span: s, .. } => *s,
+        }
+    }
 }
 
 /// Prints `optional` only when it is set, so that the AST of a kernel
@@ -153,9 +182,11 @@ impl std::fmt::Debug for KernelParam {
         if self.optional {
             d.field("optional", &true);
         }
-        d.field("default", &self.default)
-            .field("span", &self.span)
-            .finish()
+        d.field("default", &self.default);
+        if let Some(c) = &self.candidates {
+            d.field("candidates", c);
+        }
+        d.field("span", &self.span).finish()
     }
 }
 
@@ -273,6 +304,9 @@ pub enum Clause {
     Scratch(Vec<ScratchDecl>, Span),
     VmemLimit(Expr, Span),
     Assert(StaticAssert),
+    /// `where COND`: a constraint between (tunable) parameters; a
+    /// configuration that breaks it is not a configuration of the kernel.
+    Where(Expr, Span),
 }
 
 /// `assert(cond, "message")`: a condition on compile-time values, checked

@@ -26,6 +26,19 @@ pub fn too_deep(m: &Module) -> Option<Span> {
             Item::Kernel(k) => {
                 for p in &k.params {
                     w.opt(p.default.as_ref());
+                    match &p.candidates {
+                        Some(Candidates::List(vs, _)) => w.exprs(vs),
+                        Some(Candidates::Range { lo, hi, step, .. }) => {
+                            w.expr(lo, 0);
+                            w.expr(hi, 0);
+                            w.opt(step.as_ref());
+                        }
+                        Some(Candidates::Pow2 { lo, hi, .. }) => {
+                            w.expr(lo, 0);
+                            w.expr(hi, 0);
+                        }
+                        None => {}
+                    }
                 }
                 for o in k.inputs.iter().chain(&k.outputs) {
                     w.exprs(&o.dims);
@@ -57,6 +70,7 @@ pub fn too_deep(m: &Module) -> Option<Span> {
                         }),
                         Clause::VmemLimit(e, _) => w.expr(e, 0),
                         Clause::Assert(a) => w.expr(&a.cond, 0),
+                        Clause::Where(e, _) => w.expr(e, 0),
                     }
                 }
                 w.block(&k.body, 0);

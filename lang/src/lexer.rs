@@ -207,6 +207,9 @@ pub enum Tok {
     DotDot,
     #[token(".")]
     Dot,
+    /// `..=`, only in a tunable parameter's inclusive range.
+    #[token("..=")]
+    DotDotEq,
     #[token("->")]
     Arrow,
     #[token("=")]
@@ -328,6 +331,7 @@ impl Tok {
             Tok::ColonColon => "::",
             Tok::DotDot => "..",
             Tok::Dot => ".",
+            Tok::DotDotEq => "..=",
             Tok::Arrow => "->",
             Tok::Eq => "=",
             Tok::EqEq => "==",

@@ -139,17 +139,58 @@ fn compile_in(
     dir: Option<std::path::PathBuf>,
     opts: &Options,
 ) -> Result<ir::Module, Failure> {
+    on_compiler_stack(|| compile_here(name, text, dir.clone(), opts, Stage::Kernels)).map(|c| {
+        match c {
+            Compiled::Module(m) => m,
+            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+        }
+    })
+}
+
+/// The parameters of each selected kernel of `text`, checked as far as
+/// their own declarations (values, kinds, candidates) and no further: what
+/// a tuner needs to know of a kernel before it picks a configuration, even
+/// when the default configuration breaks a rule for the given shapes.
+pub fn kernel_params(
+    path: &Path,
+    opts: &Options,
+) -> Result<Vec<(String, Vec<ir::Param>)>, Failure> {
+    let name = path.to_string_lossy().to_string();
+    let text = read_source(path)?;
+    let dir = path.parent().map(Path::to_path_buf);
+    on_compiler_stack(|| compile_here(&name, &text, dir.clone(), opts, Stage::Params)).map(|c| {
+        match c {
+            Compiled::Params(p) => p,
+            Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
+        }
+    })
+}
+
+/// Runs `f` on a thread with the compiler's stack.
+fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send + Clone) -> T {
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("pk-compile".into())
             .stack_size(COMPILER_STACK_BYTES)
-            .spawn_scoped(s, || compile_here(name, text, dir.clone(), opts));
+            .spawn_scoped(s, f.clone());
         match worker {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             // No thread to be had: compile on this one.
-            Err(_) => compile_here(name, text, dir.clone(), opts),
+            Err(_) => f(),
         }
     })
+}
+
+/// How far [`compile_here`] goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    Params,
+    Kernels,
+}
+
+enum Compiled {
+    Module(ir::Module),
+    Params(Vec<(String, Vec<ir::Param>)>),
 }
 
 fn compile_here(
@@ -157,7 +198,8 @@ fn compile_here(
     text: &str,
     dir: Option<std::path::PathBuf>,
     opts: &Options,
-) -> Result<ir::Module, Failure> {
+    stage: Stage,
+) -> Result<Compiled, Failure> {
     let mut sources = SourceMap::new();
     let root = sources.add(name, text);
     if text.len() > MAX_SOURCE_BYTES {
@@ -268,6 +310,24 @@ fn compile_here(
     };
     let mut ck = check::Checker::new(&program, opts.target);
     ck.skip_tpu_rules = opts.skip_tpu_rules;
+    if stage == Stage::Params {
+        let params: Vec<(String, Vec<ir::Param>)> = selected
+            .iter()
+            .map(|(_, decl)| {
+                let ps =
+                    check::kernel_params(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs);
+                (decl.name.name.clone(), ps)
+            })
+            .collect();
+        if ck.has_errors() {
+            diags.extend(ck.diags);
+            return Err(Failure {
+                diags,
+                sources: Arc::new(sources),
+            });
+        }
+        return Ok(Compiled::Params(params));
+    }
     let mut out = Vec::new();
     for (_, decl) in selected {
         if let Some(k) = check::check_kernel(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs)
@@ -295,9 +355,9 @@ fn compile_here(
             sources: Arc::new(sources),
         });
     }
-    Ok(ir::Module {
+    Ok(Compiled::Module(ir::Module {
         kernels: out,
         sources: Arc::new(sources),
         warnings: diags,
-    })
+    }))
 }

@@ -21,6 +21,45 @@ pub const MAX_NESTING: usize = 200;
 #[derive(Debug, Clone, PartialEq)]
 pub enum GrammarError {
     BadParamKind(Span),
+    /// Candidates that are neither a list, a range nor `pow2(lo, hi)`.
+    BadCandidates(Span),
+    /// A clause keyword that is not one (`wher bk > 0`).
+    BadClause(Span),
+}
+
+type Action<T> = Result<T, ParseError<usize, Tok, GrammarError>>;
+
+/// A list `[128, 256]` or `pow2(lo, hi)` after `in`, which the grammar
+/// reads as an expression.
+pub(crate) fn candidates_expr(call: Expr, span: Span) -> Action<Candidates> {
+    if let ExprKind::List(items) = &call.kind {
+        return Ok(Candidates::List(items.clone(), span));
+    }
+    if let ExprKind::Call(path, args) = &call.kind {
+        let named = path.segments.len() == 1 && path.segments[0].name == "pow2";
+        if named && args.len() == 2 && args.iter().all(|a| a.name.is_none()) {
+            return Ok(Candidates::Pow2 {
+                lo: args[0].value.clone(),
+                hi: args[1].value.clone(),
+                span,
+            });
+        }
+    }
+    Err(ParseError::User {
+        error: GrammarError::BadCandidates(span),
+    })
+}
+
+/// `where COND` as a kernel clause; any other word there is an error.
+pub(crate) fn where_clause(kw: String, cond: Expr, span: Span) -> Action<Clause> {
+    if kw == "where" {
+        Ok(Clause::Where(cond, span))
+    } else {
+        let start = span.start as usize;
+        Err(ParseError::User {
+            error: GrammarError::BadClause(Span::new(span.file, start, start + kw.len())),
+        })
+    }
 }
 
 /// Parses one file. Returns the module (possibly partial) and every
@@ -268,6 +307,24 @@ fn parse_error(file: FileId, text: &str, e: ParseError<usize, Tok, GrammarError>
         )
         .label("unknown parameter kind")
         .help("write `bm: int = 128` (or just `bm = 128`), `scale: float = 0.125`, `causal: bool = true` or `T: dtype = bf16`"),
+        ParseError::User {
+            error: GrammarError::BadCandidates(span),
+        } => Diag::new(
+            &codes::UNEXPECTED_TOKEN,
+            "a tunable parameter's candidates are a list, a range or `pow2(lo, hi)`",
+            span,
+        )
+        .label("not a set of candidates")
+        .help("write `bm = 256 in [128, 256, 512]`, `bm = 256 in 128..=1024 step 128` or `bm = 256 in pow2(128, 1024)`"),
+        ParseError::User {
+            error: GrammarError::BadClause(span),
+        } => Diag::new(
+            &codes::UNEXPECTED_TOKEN,
+            "expected a kernel clause or the kernel body",
+            span,
+        )
+        .label("not a clause")
+        .help("clauses are `grid (...)`, `prefetch (...)`, `scratch (...)`, `vmem_limit N`, `assert(...)` and `where COND`"),
     }
 }
 

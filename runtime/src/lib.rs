@@ -5,3 +5,4 @@ pub mod cpu;
 pub mod meta;
 pub mod package;
 pub mod pjrt;
+pub mod tune;

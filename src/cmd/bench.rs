@@ -82,7 +82,7 @@ fn random_input(k: &CpuKernel, i: usize, rng: &mut Rng) -> HostArray {
 /// The inputs of a run, in input order: each one named by `--in` read from
 /// its file and checked against its operand, the others random. Returns
 /// the names read from files.
-fn inputs(
+pub(super) fn inputs(
     k: &CpuKernel,
     given: &[(String, PathBuf)],
 ) -> Result<(Vec<HostArray>, Vec<String>), Error> {

@@ -45,6 +45,10 @@ pub struct Args {
     /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
     #[arg(long, value_name = "PATH")]
     pub libtpu: Option<PathBuf>,
+    /// Use the best configuration `pkc tune` cached for the first target
+    /// (for parameters not given with -p).
+    #[arg(long)]
+    pub tuned: bool,
 }
 
 /// The `--target` list, without repeats, in the order given.
@@ -104,6 +108,16 @@ pub fn run(a: Args) -> u8 {
     let mut rows: Vec<Row> = Vec::new();
     let mut written: BTreeMap<String, PathBuf> = BTreeMap::new();
     for file in &a.files {
+        let mut opts = opts.clone();
+        if a.tuned {
+            match super::tune::tuned_params(file, a.kernel.as_deref(), &a.params, a.target.0[0]) {
+                Ok(p) => opts.params = p,
+                Err(code) => {
+                    status = status.max(code);
+                    continue;
+                }
+            }
+        }
         let built = match build::build_file(file, &opts) {
             Ok(b) => b,
             Err(f) => {

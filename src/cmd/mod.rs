@@ -16,6 +16,8 @@ pub mod meta;
 pub mod output;
 pub mod run;
 pub mod test;
+pub mod tune;
+pub mod tune_report;
 pub mod ui;
 pub mod usage;
 pub mod verify;

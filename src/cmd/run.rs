@@ -11,6 +11,7 @@ use super::ui;
 use super::usage::UsageError;
 use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
+use pk_runtime::pjrt::TpuTarget;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -31,14 +32,38 @@ pub struct Args {
     pub device: DeviceArgs,
     #[command(flatten)]
     pub cpu: CpuArgs,
+    /// Use the best configuration `pkc tune` cached for this kernel, shapes
+    /// and target (for parameters not given with -p).
+    #[arg(long)]
+    pub tuned: bool,
 }
 
-pub fn run(a: Args) -> u8 {
+pub fn run(mut a: Args) -> u8 {
     if let Err(code) = reject_repeats("--in", &a.inputs)
         .and_then(|()| reject_repeats("--out", &a.outputs))
         .and_then(|()| distinct_destinations(&a.outputs))
     {
         return code;
+    }
+    if a.tuned {
+        if a.file.is_dir() {
+            return UsageError::NotApplicable {
+                flag: "--tuned".into(),
+                context: format!("to the package `{}`, which holds one built specialisation", a.file.display()),
+                hint: "run the .pk source with --tuned, or build a tuned package with `pkc build --tuned`".into(),
+            }
+            .report();
+        }
+        let k = &a.cpu.kernel;
+        // The two crates name the generations alike.
+        let target: TpuTarget = match k.target().to_string().parse() {
+            Ok(t) => t,
+            Err(_) => TpuTarget::V5e,
+        };
+        match super::tune::tuned_params(&a.file, k.kernel.as_deref(), &k.params, target) {
+            Ok(p) => a.cpu.kernel.params = p,
+            Err(code) => return code,
+        }
     }
     let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
         Ok(k) => k,

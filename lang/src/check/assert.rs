@@ -81,8 +81,24 @@ fn failed(params: &[ParamShown], a: &ast::StaticAssert) -> Diag {
     d
 }
 
+/// The diagnostic of a false `where` constraint, in the words of a failed
+/// assertion: the values it read and which came from `-p`.
+pub(super) fn where_failed(params: &[ParamShown], cond: &Expr, span: crate::span::Span) -> Diag {
+    let a = ast::StaticAssert {
+        cond: cond.clone(),
+        message: None,
+        span,
+    };
+    let mut d = failed(params, &a);
+    d.code = &codes::WHERE_FALSE;
+    d.message = "the kernel's `where` constraint is false".to_string();
+    d.help =
+        Some("choose parameter values that satisfy it; `pkc tune` only tries those".to_string());
+    d
+}
+
 /// The single-segment names an expression reads.
-fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
+pub(super) fn names_in(e: &Expr, out: &mut BTreeSet<String>) {
     match &e.kind {
         ExprKind::Name(p) if p.segments.len() == 1 => {
             out.insert(p.segments[0].name.clone());

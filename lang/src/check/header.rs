@@ -43,6 +43,8 @@ pub(super) struct Clauses<'a> {
     pub scratch: Vec<&'a ast::ScratchDecl>,
     pub vmem_limit: Option<&'a ast::Expr>,
     pub asserts: Vec<&'a ast::StaticAssert>,
+    /// `where COND` constraints, with their spans.
+    pub wheres: Vec<(&'a ast::Expr, Span)>,
 }
 
 impl<'a> KernelCx<'a> {
@@ -96,12 +98,20 @@ impl<'a> KernelCx<'a> {
                 Val::None => self.none_param(ck, p, given),
                 val => self.param_binding(ck, spec, p, given, val),
             };
+            // The default is checked against the candidates only when it is
+            // the value used: `-p` may set any value.
+            let default = match (given, &value) {
+                (None, ParamValue::Int(v)) => Some(*v),
+                _ => None,
+            };
+            let candidates = self.candidates(ck, p, default);
             self.bindings
                 .push((p.name.name.clone(), Binding::Val(bound)));
             params.push(ir::Param {
                 name: p.name.name.clone(),
                 value,
                 docs: p.docs.clone(),
+                candidates,
             });
         }
         params
@@ -240,6 +250,10 @@ impl<'a> KernelCx<'a> {
                 // Any number of assertions may be given.
                 Clause::Assert(a) => {
                     out.asserts.push(a);
+                    continue;
+                }
+                Clause::Where(e, s) => {
+                    out.wheres.push((e, *s));
                     continue;
                 }
             };

@@ -18,6 +18,7 @@ pub mod rules;
 mod slice;
 mod stmt;
 mod strided;
+mod tunable;
 mod tuple;
 mod unroll;
 pub mod value;
@@ -138,7 +139,7 @@ pub fn check_kernel(
     let clauses = cx.clauses(ck);
     // A false header assertion explains what the rest would only report the
     // consequences of (a block that does not divide, a budget overrun).
-    if !cx.asserts(ck, &clauses.asserts) {
+    if !cx.asserts(ck, &clauses.asserts) || !cx.wheres(ck, &clauses.wheres) {
         instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
@@ -186,6 +187,18 @@ pub fn check_kernel(
     Some(kernel)
 }
 
+/// Checks only the parameters of a kernel (values, kinds, candidates) and
+/// returns them; see [`crate::kernel_params`].
+pub fn kernel_params(
+    ck: &mut Checker,
+    m: ModId,
+    decl: &ast::KernelDecl,
+    spec: &Spec,
+    param_values: &[(String, Expr2)],
+) -> Vec<ir::Param> {
+    KernelCx::new(m, decl).params(ck, spec, param_values)
+}
+
 /// Adds to each diagnostic from an inlined function body the kernel and
 /// parameter values it was instantiated with: a function is checked once per
 /// call, so the same body can be right for one `-p` value and wrong for
@@ -222,7 +235,7 @@ fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
                 .iter()
                 .for_each(|d| add(&d.name, "a scalar-prefetch operand")),
             Clause::Scratch(x, _) => x.iter().for_each(|d| add(&d.name, "a scratch buffer")),
-            Clause::VmemLimit(..) | Clause::Assert(_) => {}
+            Clause::VmemLimit(..) | Clause::Assert(_) | Clause::Where(..) => {}
         }
     }
     decl.inputs.iter().for_each(|o| add(&o.name, "an input"));

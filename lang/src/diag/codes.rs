@@ -260,6 +260,22 @@ codes! {
         example: "store(y[..], v, mask=1)   // error: not a bool\nstore(y[..], v, mask=iota(i32, [8, 128], 1) < n);",
     }
 
+    BAD_CANDIDATES = "PK0260" "bad-candidates" {
+        what: "A tunable parameter's candidates (`in [...]`, `in lo..=hi step s`, `in pow2(lo, hi)`) are not a non-empty set of compile-time integers, or the parameter is not an `int`.",
+        why: "Candidates are the values `pkc tune` may choose for a block size; each must be an integer known from the parameters before it, a range needs `lo <= hi` and a positive step, and the set must be non-empty and at most 4096 values, so that the tuning space is finite and means what it says.",
+        example: "bm = 256 in 1024..=128   // error: empty range\nbm = 256 in 128..=1024 step 128",
+    }
+    DEFAULT_NOT_CANDIDATE = "PK0261" "default-not-candidate" {
+        what: "A tunable parameter's default is not one of its candidates.",
+        why: "The default is the configuration used when nothing is tuned, and `pkc tune` reports how the tuned best compares with it; a default outside the declared space could never be chosen by the tuner and would make that comparison meaningless. `-p` may still set any value.",
+        example: "bm = 200 in [128, 256, 512]   // error\nbm = 256 in [128, 256, 512]",
+    }
+    WHERE_FALSE = "PK0262" "where-constraint" {
+        what: "A kernel's `where COND` constraint between parameters is false for the values it is specialised with.",
+        why: "`where` states which combinations of tunable parameters make a kernel (`where bk % bn == 0`); `pkc tune` leaves the others out of the space, and checking it when the kernel is specialised reports a bad combination at the constraint rather than through its consequences.",
+        example: "where bk % bn == 0   // error with -p bk=384 -p bn=256\n-p bk=512 -p bn=256",
+    }
+
     BLOCK_TILING = "PK0301" "block-tiling" {
         what: "A block's last two dimensions are not divisible by the TPU tile (8 sublanes x 128 lanes) and not equal to the array's dimensions.",
         why: "Mosaic moves blocks in (8, 128) tiles of 32-bit words; other shapes cannot be laid out in VMEM.",

@@ -606,6 +606,9 @@ pub struct Param {
     pub name: String,
     pub value: ParamValue,
     pub docs: Vec<String>,
+    /// The values a tuner may choose (`bm = 256 in [128, 256]`): sorted,
+    /// without repeats; `None` when the parameter is not tunable.
+    pub candidates: Option<Vec<i64>>,
 }
 
 /// One kernel specialisation.

@@ -51,7 +51,9 @@ pub fn check_module(p: &Program, m: ModId) -> Vec<Diag> {
                         ast::Clause::Scratch(ss, _) => {
                             names.extend(ss.iter().map(|d| d.name.name.clone()))
                         }
-                        ast::Clause::VmemLimit(..) | ast::Clause::Assert(_) => {}
+                        ast::Clause::VmemLimit(..)
+                        | ast::Clause::Assert(_)
+                        | ast::Clause::Where(..) => {}
                     }
                 }
                 w.scopes.push(names);

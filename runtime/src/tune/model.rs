@@ -1,0 +1,185 @@
+//! The roofline-style performance model `pkc tune --eval model` ranks
+//! configurations with: per-generation constants from public
+//! specifications ([`Generation`]) applied to the work of one kernel
+//! specialisation counted from its Tile IR ([`super::work::Work`]).
+//!
+//! Per grid step, the matrix unit, the vector unit and the transcendental
+//! unit work in parallel (they issue from one VLIW bundle), so compute time
+//! is the largest of the three; the block copies of the next step overlap
+//! with it (the pipeline double-buffers every blocked operand), so a step
+//! takes the larger of compute and copy time, plus a fixed per-step
+//! overhead. The first step's copies in and the last step's copies out are
+//! not overlapped. Steps of `parallel` axes are shared between the
+//! TensorCores of a megacore chip, which share its HBM bandwidth.
+//!
+//! docs/tuning.md gives the source of every constant.
+
+use super::work::Work;
+use crate::pjrt::TpuTarget;
+use pk_lang::ir::DType;
+
+/// Public figures of one TPU generation, per chip.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generation {
+    pub target: TpuTarget,
+    /// TensorCores per chip that one kernel's `parallel` steps are split
+    /// across (megacore).
+    pub cores: u32,
+    /// MXU systolic array side (128 x 128 or 256 x 256).
+    pub mxu_dim: u64,
+    /// Peak dense matmul throughput per chip, operations per second.
+    pub bf16_flops: f64,
+    pub int8_ops: f64,
+    pub fp8_flops: f64,
+    /// HBM bandwidth per chip, bytes per second.
+    pub hbm_bytes_per_s: f64,
+    /// HBM capacity per chip, bytes.
+    pub hbm_bytes: u64,
+}
+
+const G: f64 = 1e9;
+const T: f64 = 1e12;
+const GIB: u64 = 1 << 30;
+
+/// The five generations pk targets. Where a generation publishes no int8
+/// or fp8 rate, the bf16 rate stands (no faster path is assumed).
+pub const GENERATIONS: [Generation; 5] = [
+    Generation {
+        target: TpuTarget::V4,
+        cores: 2,
+        mxu_dim: 128,
+        bf16_flops: 275.0 * T,
+        int8_ops: 275.0 * T,
+        fp8_flops: 275.0 * T,
+        hbm_bytes_per_s: 1200.0 * G,
+        hbm_bytes: 32 * GIB,
+    },
+    Generation {
+        target: TpuTarget::V5e,
+        cores: 1,
+        mxu_dim: 128,
+        bf16_flops: 197.0 * T,
+        int8_ops: 394.0 * T,
+        fp8_flops: 197.0 * T,
+        hbm_bytes_per_s: 819.0 * G,
+        hbm_bytes: 16 * GIB,
+    },
+    Generation {
+        target: TpuTarget::V5p,
+        cores: 2,
+        mxu_dim: 128,
+        bf16_flops: 459.0 * T,
+        int8_ops: 918.0 * T,
+        fp8_flops: 459.0 * T,
+        hbm_bytes_per_s: 2765.0 * G,
+        hbm_bytes: 95 * GIB,
+    },
+    Generation {
+        target: TpuTarget::V6e,
+        cores: 1,
+        mxu_dim: 256,
+        bf16_flops: 918.0 * T,
+        int8_ops: 1836.0 * T,
+        fp8_flops: 918.0 * T,
+        hbm_bytes_per_s: 1640.0 * G,
+        hbm_bytes: 32 * GIB,
+    },
+    Generation {
+        target: TpuTarget::Tpu7x,
+        cores: 2,
+        mxu_dim: 256,
+        bf16_flops: 2307.0 * T,
+        int8_ops: 2307.0 * T,
+        fp8_flops: 4614.0 * T,
+        hbm_bytes_per_s: 7370.0 * G,
+        hbm_bytes: 192 * GIB,
+    },
+];
+
+/// Fixed cost of one grid step (pipeline bookkeeping, DMA issue and wait),
+/// seconds.
+pub const STEP_OVERHEAD_S: f64 = 0.35e-6;
+
+/// Vector-unit elementwise operations per second per TensorCore, as a
+/// fraction of its bf16 MXU rate: 8 x 128 lanes per cycle against
+/// `2 * 128 * 128` flops per cycle per MXU on a 4-MXU, 128-wide core.
+const VPU_PER_MXU_FLOP: f64 = 1024.0 / (4.0 * 2.0 * 128.0 * 128.0);
+
+/// Transcendental evaluations per second as a fraction of the vector rate.
+const EUP_PER_VPU_OP: f64 = 0.25;
+
+impl Generation {
+    pub fn of(t: TpuTarget) -> &'static Generation {
+        GENERATIONS
+            .iter()
+            .find(|g| g.target == t)
+            .expect("every target has a generation")
+    }
+
+    /// Peak matmul rate per chip for operands of `d`.
+    pub fn mxu_rate(&self, d: DType) -> f64 {
+        match d {
+            DType::I8 => self.int8_ops,
+            DType::F8E4M3FN | DType::F8E5M2 => self.fp8_flops,
+            // f32 matmuls run as several bf16 passes on the MXU.
+            DType::F32 => self.bf16_flops / 3.0,
+            _ => self.bf16_flops,
+        }
+    }
+}
+
+/// A prediction for one configuration on one generation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    pub seconds: f64,
+    /// The time the chip's peak compute and bandwidth allow for the same
+    /// flops and the minimum traffic (each operand moved once), over
+    /// `seconds`: 1.0 is at the roofline.
+    pub roofline_fraction: f64,
+    /// Whether copies, not compute, bound the steady state.
+    pub memory_bound: bool,
+    pub steps: u64,
+}
+
+/// Predicts the time of one call of the kernel whose work is `w`.
+pub fn predict(g: &Generation, w: &Work) -> Prediction {
+    let cores_used = if w.parallel_steps >= g.cores as u64 {
+        g.cores as f64
+    } else {
+        1.0
+    };
+    let per_core = |chip_rate: f64| chip_rate / g.cores as f64;
+    // The MXU works on whole `mxu_dim` tiles: a 128-wide dot on a 256-wide
+    // MXU uses half of it.
+    let mut mxu_s = 0.0;
+    let mut ideal_flops_s = 0.0;
+    for d in &w.dots {
+        let pad = |x: u64| x.div_ceil(g.mxu_dim) * g.mxu_dim;
+        let padded = 2.0 * pad(d.m) as f64 * pad(d.n) as f64 * pad(d.k) as f64;
+        let exact = 2.0 * d.m as f64 * d.n as f64 * d.k as f64;
+        mxu_s += d.count as f64 * padded / per_core(g.mxu_rate(d.dtype));
+        ideal_flops_s += d.count as f64 * exact * w.steps as f64 / g.mxu_rate(d.dtype);
+    }
+    let vpu_rate = per_core(g.bf16_flops) * VPU_PER_MXU_FLOP;
+    let vpu_s = w.vector_ops / vpu_rate;
+    let eup_s = w.transcendentals / (vpu_rate * EUP_PER_VPU_OP);
+    let compute_s = mxu_s.max(vpu_s).max(eup_s);
+    // Both cores draw on one HBM.
+    let bw = g.hbm_bytes_per_s / cores_used;
+    let steps = w.steps.max(1) as f64;
+    let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
+    let step_s = compute_s.max(copy_s) + STEP_OVERHEAD_S;
+    let fill_s = (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
+    let seconds = (steps / cores_used).ceil() * step_s + fill_s;
+    let ideal_s = ideal_flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
+    Prediction {
+        seconds,
+        roofline_fraction: if seconds > 0.0 {
+            ideal_s / seconds
+        } else {
+            0.0
+        },
+        memory_bound: copy_s > compute_s,
+        steps: w.steps,
+    }
+}

@@ -1,0 +1,277 @@
+//! The work of one kernel specialisation, counted from its Tile IR: what
+//! the model of [`super::model`] needs per grid step (matmul shapes and
+//! counts, vector and transcendental operations, DMA bytes) and per call
+//! (bytes the pipeline copies when block indices change).
+//!
+//! Counting follows the pipeline's contract: an input block is copied in
+//! when its block index differs from the previous step's, an output block
+//! is written back when its index changes (and at the end). Index maps are
+//! evaluated per step with [`pk_lang::ir::cost::eval_map`]; a map it cannot
+//! evaluate (one reading scalar-prefetch values) counts a copy every step.
+//! A run-time `if` is charged its more expensive branch; a `for` with
+//! constant bounds its trip count; a `while` one trip.
+
+use pk_lang::ir::cost::{const_int, eval_map};
+use pk_lang::ir::{BlockId, DType, Func, Kernel, OpKind, Semantics, Slice, UnaryOp};
+
+/// One matmul shape of the body and how often a step runs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dot {
+    pub dtype: DType,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub count: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Work {
+    pub steps: u64,
+    /// Steps over the `parallel` axes (the product of their extents).
+    pub parallel_steps: u64,
+    /// Per step.
+    pub dots: Vec<Dot>,
+    /// Per step: elements processed by vector ops.
+    pub vector_ops: f64,
+    /// Per step: transcendental evaluations.
+    pub transcendentals: f64,
+    /// Per call: bytes of blocks copied in and written back, and moved by
+    /// the body's DMAs.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub dma_bytes: u64,
+    /// The first step's input blocks and the last step's output blocks,
+    /// which the pipeline cannot overlap with compute.
+    pub first_in_bytes: u64,
+    pub last_out_bytes: u64,
+    /// Every operand moved once: the least traffic any blocking allows.
+    pub min_bytes: u64,
+}
+
+/// Grids larger than this are not simulated step by step; every step then
+/// counts as a copy.
+const MAX_SIMULATED_STEPS: u64 = 1 << 20;
+
+/// Counts the work of a specialised kernel.
+pub fn count(k: &Kernel) -> Work {
+    let steps = k.grid_steps().unwrap_or(1).max(1);
+    let mut w = Work {
+        steps,
+        parallel_steps: k
+            .grid
+            .iter()
+            .filter(|a| a.semantics == Semantics::Parallel)
+            .map(|a| a.extent.known().unwrap_or(1).max(1) as u64)
+            .product(),
+        ..Work::default()
+    };
+    if let Some(e) = k.body.entry {
+        body(k, &k.body, e, 1, &mut w);
+    }
+    for o in &k.operands {
+        let elem = o.dtype.bytes();
+        let whole: u64 = o
+            .shape
+            .iter()
+            .map(|d| d.known().unwrap_or(0) as u64)
+            .product();
+        w.min_bytes += whole * elem;
+        let Some(b) = &o.block else {
+            continue;
+        };
+        let block: u64 = b
+            .dims
+            .iter()
+            .map(|d| d.extent().known().unwrap_or(1) as u64)
+            .product::<u64>()
+            * elem;
+        let moves = changes(k, &b.index_map, steps) * block;
+        if o.role == pk_lang::ir::Role::Output {
+            w.bytes_out += moves;
+            w.last_out_bytes += block;
+        } else {
+            w.bytes_in += moves;
+            w.first_in_bytes += block;
+        }
+    }
+    w
+}
+
+fn elements(f: &Func, v: pk_lang::ir::Value) -> u64 {
+    f.ty(v).elements().unwrap_or(1)
+}
+
+/// Adds the work of block `b`, run `times` times per step, to `w`.
+fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
+    for &op in &f.blocks[b].ops {
+        let o = &f.ops[op];
+        let out = o
+            .results
+            .first()
+            .filter(|r| !f.ty(**r).is_scalar())
+            .map(|r| elements(f, *r))
+            .unwrap_or(0);
+        let t = times as f64;
+        match &o.kind {
+            OpKind::Unary(u, _) => {
+                w.vector_ops += t * out as f64;
+                if matches!(
+                    u,
+                    UnaryOp::Exp
+                        | UnaryOp::Exp2
+                        | UnaryOp::Log
+                        | UnaryOp::Log1p
+                        | UnaryOp::Sqrt
+                        | UnaryOp::Rsqrt
+                        | UnaryOp::Tanh
+                        | UnaryOp::Sin
+                        | UnaryOp::Cos
+                        | UnaryOp::Erf
+                        | UnaryOp::Logistic
+                ) {
+                    w.transcendentals += t * out as f64;
+                }
+            }
+            OpKind::Binary(..) | OpKind::Compare(..) | OpKind::Select { .. } | OpKind::Cast(_) => {
+                w.vector_ops += t * out as f64
+            }
+            OpKind::Reduce { value, .. } => w.vector_ops += t * elements(f, *value) as f64,
+            OpKind::Dot {
+                lhs,
+                rhs,
+                trans_lhs,
+                trans_rhs,
+            } => {
+                let (l, r) = (f.ty(*lhs).shape(), f.ty(*rhs).shape());
+                let dim = |s: &[pk_lang::ir::Dim], i: usize| {
+                    s.get(i).and_then(|d| d.known()).unwrap_or(1).max(1) as u64
+                };
+                let (m, kk) = if *trans_lhs {
+                    (dim(l, 1), dim(l, 0))
+                } else {
+                    (dim(l, 0), dim(l, 1))
+                };
+                let n = if *trans_rhs { dim(r, 0) } else { dim(r, 1) };
+                let dtype = f.ty(*lhs).dtype();
+                match w
+                    .dots
+                    .iter_mut()
+                    .find(|d| (d.dtype, d.m, d.n, d.k) == (dtype, m, n, kk))
+                {
+                    Some(d) => d.count += times,
+                    None => w.dots.push(Dot {
+                        dtype,
+                        m,
+                        n,
+                        k: kk,
+                        count: times,
+                    }),
+                }
+            }
+            OpKind::DmaStart { src, .. } => {
+                let r = &k.refs[src.target].ty;
+                let n: u64 = src
+                    .index
+                    .iter()
+                    .zip(r.shape.iter())
+                    .map(|(s, d)| match s {
+                        Slice::Index(_) => 1,
+                        Slice::Range { size: 0, .. } => d.known().unwrap_or(1) as u64,
+                        Slice::Range { size, .. } => *size,
+                    })
+                    .product();
+                w.dma_bytes += times * n * r.dtype.bytes() * k.grid_steps().unwrap_or(1).max(1);
+            }
+            OpKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                // Charge the more expensive branch.
+                let (mut a, mut e) = (Work::default(), Work::default());
+                body(k, f, *then_block, times, &mut a);
+                body(k, f, *else_block, times, &mut e);
+                let cost = |x: &Work| {
+                    x.dots
+                        .iter()
+                        .map(|d| (d.m * d.n * d.k * d.count) as f64)
+                        .sum::<f64>()
+                        + x.vector_ops
+                };
+                merge(w, if cost(&a) >= cost(&e) { a } else { e });
+            }
+            OpKind::For {
+                lo,
+                hi,
+                step,
+                body: inner,
+                ..
+            } => {
+                let trips = match (const_int(f, *lo), const_int(f, *hi)) {
+                    (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
+                    _ => 1,
+                };
+                body(k, f, *inner, times * trips, w);
+            }
+            OpKind::While {
+                cond, body: inner, ..
+            } => {
+                body(k, f, *cond, times, w);
+                body(k, f, *inner, times, w);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn merge(w: &mut Work, x: Work) {
+    w.vector_ops += x.vector_ops;
+    w.transcendentals += x.transcendentals;
+    w.dma_bytes += x.dma_bytes;
+    for d in x.dots {
+        match w
+            .dots
+            .iter_mut()
+            .find(|e| (e.dtype, e.m, e.n, e.k) == (d.dtype, d.m, d.n, d.k))
+        {
+            Some(e) => e.count += d.count,
+            None => w.dots.push(d),
+        }
+    }
+}
+
+/// How many grid steps (row-major order) see a block index different from
+/// the previous step's.
+fn changes(k: &Kernel, map: &Func, steps: u64) -> u64 {
+    if steps > MAX_SIMULATED_STEPS {
+        return steps;
+    }
+    let extents: Vec<u64> = k
+        .grid
+        .iter()
+        .map(|a| a.extent.known().unwrap_or(1).max(1) as u64)
+        .collect();
+    let mut idx = vec![0i64; extents.len()];
+    let mut prev: Option<Vec<i64>> = None;
+    let mut count = 0u64;
+    for _ in 0..steps {
+        match eval_map(map, &idx) {
+            Some(b) => {
+                if prev.as_ref() != Some(&b) {
+                    count += 1;
+                }
+                prev = Some(b);
+            }
+            None => return steps,
+        }
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if (idx[d] as u64) < extents[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    count
+}

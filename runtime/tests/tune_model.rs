@@ -1,0 +1,320 @@
+//! The tuner's parts against hand-derived values: the work counted from
+//! kernels/matmul.pk's IR, the model's monotonicity where physics fixes the
+//! order, the enumeration and sampling of spaces, successive halving, and
+//! the cache's keys and files.
+
+use pk_lang::ir::{DType, Kernel};
+use pk_lang::{compile_file, Options, Target};
+use pk_runtime::pjrt::TpuTarget;
+use pk_runtime::tune::cache::{self, Entry, Key};
+use pk_runtime::tune::model::{predict, Generation};
+use pk_runtime::tune::search::successive_halving;
+use pk_runtime::tune::space::{Axis, Space};
+use pk_runtime::tune::work::{count, Dot, Work};
+use std::path::{Path, PathBuf};
+
+fn matmul_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/matmul.pk")
+}
+
+/// matmul specialised with `params` for `target`, or `None` when the
+/// checker rejects the configuration.
+fn matmul(target: Target, params: &[(&str, i64)], dtype: &str) -> Option<Kernel> {
+    let mut p: Vec<(String, String)> = params
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    p.push(("T".into(), dtype.into()));
+    let opts = Options {
+        target,
+        params: p,
+        specialise: true,
+        ..Options::default()
+    };
+    compile_file(&matmul_path(), &opts)
+        .ok()
+        .map(|m| m.kernels.into_iter().next().expect("one kernel"))
+}
+
+#[test]
+fn candidates_are_evaluated_into_the_ir_sorted_and_whole() {
+    let src = "\
+kernel k<K = 1024, bm = 256 in [512, 128, 256, 128], bn = 512 in 128..=1024 step 384,
+    bk = 512 in pow2(100, K), M = 64>(
+    x: f32[1024, 1024] block [bm, bn] at (i, j),
+) -> y: f32[1024, 1024] block [bm, bn] at (i, j)
+grid (i in 1024 / bm parallel, j in 1024 / bn parallel)
+where bk % bn == 0 || bn % bk == 0
+{
+    y[..] = x[..];
+}
+";
+    let m = pk_lang::compile_source("k.pk", src, &Options::default()).expect("checks");
+    let c: Vec<Option<Vec<i64>>> = m.kernels[0]
+        .params
+        .iter()
+        .map(|p| p.candidates.clone())
+        .collect();
+    assert_eq!(
+        c,
+        vec![
+            None,
+            Some(vec![128, 256, 512]),
+            Some(vec![128, 512, 896]),
+            Some(vec![128, 256, 512, 1024]),
+            None
+        ]
+    );
+}
+
+#[test]
+fn matmul_work_is_counted_as_the_pipeline_moves_it() {
+    // Grid (4, 4, 2), k fastest: a's block (i, k) and b's block (k, j)
+    // change every step; c's block (i, j) every second step.
+    let k = matmul(
+        Target::V5e,
+        &[
+            ("M", 1024),
+            ("N", 1024),
+            ("K", 1024),
+            ("bm", 256),
+            ("bn", 256),
+            ("bk", 512),
+        ],
+        "bf16",
+    )
+    .expect("the default configuration checks");
+    let w = count(&k);
+    assert_eq!(w.steps, 32);
+    assert_eq!(w.parallel_steps, 16);
+    assert_eq!(
+        w.dots,
+        vec![Dot {
+            dtype: DType::BF16,
+            m: 256,
+            n: 256,
+            k: 512,
+            count: 1
+        }]
+    );
+    let block_a = 256 * 512 * 2;
+    let block_b = 512 * 256 * 2;
+    let block_c = 256 * 256 * 4;
+    assert_eq!(w.bytes_in, 32 * block_a + 32 * block_b);
+    assert_eq!(w.bytes_out, 16 * block_c);
+    assert_eq!(w.first_in_bytes, block_a + block_b);
+    assert_eq!(w.last_out_bytes, block_c);
+    assert_eq!(w.min_bytes, 1024 * 1024 * 2 * 2 + 1024 * 1024 * 4);
+    assert_eq!(w.dma_bytes, 0);
+}
+
+#[test]
+fn one_step_prediction_matches_the_hand_computed_roofline() {
+    // One 1024^3 bf16 dot per step on v5e, one step: compute
+    // 2 * 1024^3 / 197e12 s = 10.90 us; the step's copies, 8 MiB at
+    // 819 GB/s = 10.24 us, overlap it, and the first input blocks (4 MiB)
+    // and last output block (4 MiB) do not.
+    let w = Work {
+        steps: 1,
+        parallel_steps: 1,
+        dots: vec![Dot {
+            dtype: DType::BF16,
+            m: 1024,
+            n: 1024,
+            k: 1024,
+            count: 1,
+        }],
+        bytes_in: 4 << 20,
+        bytes_out: 4 << 20,
+        first_in_bytes: 4 << 20,
+        last_out_bytes: 4 << 20,
+        min_bytes: 8 << 20,
+        ..Work::default()
+    };
+    let g = Generation::of(TpuTarget::V5e);
+    let compute = 2.0 * 1024f64.powi(3) / 197e12;
+    let copy = (8u64 << 20) as f64 / 819e9;
+    let expected = compute.max(copy) + 0.35e-6 + (8u64 << 20) as f64 / 819e9;
+    let p = predict(g, &w);
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    assert!(
+        !p.memory_bound,
+        "10.90 us of compute outlasts 10.24 us of copies"
+    );
+}
+
+#[test]
+fn bigger_matmul_blocks_are_never_predicted_slower_than_128_cubed_on_v5e() {
+    let shape = [("M", 8192), ("N", 8192), ("K", 8192)];
+    let g = Generation::of(TpuTarget::V5e);
+    let time = |bm: i64, bn: i64, bk: i64| {
+        let mut p = shape.to_vec();
+        p.extend([("bm", bm), ("bn", bn), ("bk", bk)]);
+        matmul(Target::V5e, &p, "bf16").map(|k| predict(g, &count(&k)).seconds)
+    };
+    let base = time(128, 128, 128).expect("128^3 blocks check");
+    let sizes = [128, 256, 512, 1024];
+    let mut compared = 0;
+    for bm in sizes {
+        for bn in sizes {
+            for bk in sizes {
+                if let Some(t) = time(bm, bn, bk) {
+                    assert!(
+                        t <= base,
+                        "bm={bm} bn={bn} bk={bk}: {t} s > {base} s for 128^3"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(
+        compared, 64,
+        "every configuration fits v5e's VMEM at 8192^3"
+    );
+}
+
+#[test]
+fn int8_is_predicted_faster_than_bf16_exactly_where_the_mxu_has_an_int8_path() {
+    // The same matmul steps without copies, so that only the MXU's rate
+    // for the operand dtype differs.
+    let work = |dtype| Work {
+        steps: 64,
+        parallel_steps: 64,
+        dots: vec![Dot {
+            dtype,
+            m: 512,
+            n: 512,
+            k: 1024,
+            count: 1,
+        }],
+        ..Work::default()
+    };
+    for g in &pk_runtime::tune::model::GENERATIONS {
+        let (i8t, bf) = (
+            predict(g, &work(DType::I8)).seconds,
+            predict(g, &work(DType::BF16)).seconds,
+        );
+        let int8_path = g.int8_ops > g.bf16_flops;
+        assert_eq!(
+            int8_path,
+            matches!(g.target, TpuTarget::V5e | TpuTarget::V5p | TpuTarget::V6e),
+            "{}: published int8 rates",
+            g.target
+        );
+        if int8_path {
+            assert!(
+                i8t < bf,
+                "{}: int8 {i8t} s is not faster than bf16 {bf} s",
+                g.target
+            );
+        } else {
+            assert_eq!(i8t, bf, "{}: no int8 path, no difference", g.target);
+        }
+    }
+}
+
+#[test]
+fn spaces_enumerate_in_row_major_order_and_sample_deterministically() {
+    let space = Space {
+        axes: vec![
+            Axis {
+                name: "bm".into(),
+                candidates: vec![128, 256, 512],
+                default: Some(256),
+            },
+            Axis {
+                name: "bk".into(),
+                candidates: vec![128, 256],
+                default: Some(128),
+            },
+        ],
+    };
+    assert_eq!(space.size(), 6);
+    assert_eq!(space.config(0), vec![128, 128]);
+    assert_eq!(space.config(1), vec![128, 256]);
+    assert_eq!(space.config(5), vec![512, 256]);
+    assert_eq!(space.choose(6, 0).len(), 6);
+    let a = space.choose(3, 42);
+    assert_eq!(
+        a,
+        space.choose(3, 42),
+        "the same seed draws the same sample"
+    );
+    assert_eq!(a.len(), 3);
+    assert_eq!(a[0], vec![256, 128], "the default is always in the sample");
+    let mut dedup = a.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(dedup.len(), 3, "no configuration twice");
+    assert_eq!(space.describe(&[512, 256]), "bm=512 bk=256");
+}
+
+#[test]
+fn successive_halving_keeps_the_true_best_under_noise_and_spends_less() {
+    // Configuration i takes (1 + i/10) s; a single timing is off by up to
+    // 5% (a fixed pattern), a median over more repeats by less.
+    let mut calls = 0u32;
+    let order = successive_halving(16, false, 8, |i, repeats| {
+        calls += repeats;
+        let noise = [0.05, -0.04, 0.03, -0.05][i % 4] / repeats as f64;
+        Some((1.0 + i as f64 / 10.0) * (1.0 + noise))
+    });
+    assert_eq!(order[0].0, 0);
+    assert_eq!(order.len(), 16, "every configuration keeps its last time");
+    // 16 x 1 + 8 x 2 + 4 x 4 + 2 x 8 repeats, against 16 x 8 for timing
+    // everything at full effort.
+    assert_eq!(calls, 64);
+    let failed = successive_halving(3, true, 8, |i, _| (i != 0).then_some(i as f64));
+    assert_eq!(failed, vec![(1, 1.0), (2, 2.0)], "failures are dropped");
+}
+
+fn key(source: &str) -> Key {
+    Key {
+        source_sha256: cache::source_hash(source),
+        kernel: "matmul".into(),
+        fixed: vec![("M".into(), "4096".into())],
+        shapes: vec!["a: bf16[4096, 1024]".into()],
+        target: "v5e".into(),
+        evaluator: "model".into(),
+        libtpu: "0.0.51".into(),
+        pk: "0.1.0".into(),
+    }
+}
+
+#[test]
+fn cache_entries_are_keyed_by_source_and_written_whole() {
+    let dir = std::env::temp_dir().join(format!("pk-tune-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let k = key("kernel a");
+    let entry = Entry {
+        kernel: "matmul".into(),
+        target: "v5e".into(),
+        evaluator: "model".into(),
+        best: vec![("bm".into(), "512".into())],
+        seconds: 1e-3,
+        default_seconds: Some(2e-3),
+        evaluated: 64,
+        key: serde_json::to_value(&k).expect("a key serialises"),
+    };
+    let path = cache::store(&dir, &k, &entry).expect("the cache is writable");
+    assert_eq!(cache::lookup(&dir, &k), Some(entry));
+    assert_eq!(
+        cache::lookup(&dir, &key("kernel b")),
+        None,
+        "a changed source misses"
+    );
+    let mut other = k.clone();
+    other.libtpu = "0.0.52".into();
+    assert_ne!(other.file_name(), k.file_name(), "another libtpu misses");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(names, vec![path], "no temporary file is left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}

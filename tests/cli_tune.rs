@@ -1,0 +1,348 @@
+//! `pkc tune` end to end: the space, pruning and libtpu's agreement with
+//! the checker on five targets, the JSON report, `--seed` sampling, the
+//! cache (a hit, a miss after the source changes) and `--tuned` in `pkc
+//! build` and `pkc run`, and the errors of the command.
+//!
+//! Tests that compile with libtpu print a notice and pass when it is not
+//! installed, unless `CI=true`.
+
+mod common;
+
+use common::{code, pkc, root, stderr, stdout, TempDir};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn have_libtpu() -> bool {
+    if pk_runtime::pjrt::locate_libtpu(None).is_ok() || std::env::var("CI").as_deref() == Ok("true")
+    {
+        return true;
+    }
+    eprintln!(
+        "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
+    );
+    false
+}
+
+/// `pkc` with `PK_TUNE_CACHE` set to `cache`.
+fn pkc_cached(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pkc"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env("TPU_SKIP_MDS_QUERY", "1")
+        .env("PK_TUNE_CACHE", cache)
+        .env_remove("PK_LIBTPU")
+        .output()
+        .expect("pkc runs")
+}
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// A copy whose block shape is tuned; 16x256 like tests/data/add_16x256.
+const COPY: &str = "\
+kernel copy<
+    M = 16,
+    N = 256,
+    bm = 8 in [8, 16],
+    bn = 128 in [128, 256],
+>(
+    x: f32[M, N] block [bm, bn] at (i, j),
+) -> y: f32[M, N] block [bm, bn] at (i, j)
+grid (i in M / bm parallel, j in N / bn parallel)
+where bm * bn <= 2048
+{
+    y[..] = x[..];
+}
+";
+
+#[test]
+fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() {
+    if !have_libtpu() {
+        return;
+    }
+    // bm, bn, bk in pow2(128, 1024) over a 512^3 matmul: 64 configurations
+    // per target, of which the checker rejects the blocks larger than the
+    // arrays; libtpu must accept every one it keeps.
+    let cache = TempDir::new("tune-agree");
+    let o = pkc_cached(
+        cache.path(),
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=512",
+            "-p",
+            "N=512",
+            "-p",
+            "K=512",
+            "--target",
+            "all",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let reports = json_lines(&o);
+    assert_eq!(reports.len(), 5, "one report per target");
+    for r in &reports {
+        let t = r["target"].as_str().expect("a target");
+        assert_eq!(r["space"], 64, "{t}");
+        assert_eq!(r["aot"], true, "{t}");
+        assert_eq!(r["tried"], 64, "{t}: the space is below the budget");
+        let pruned: u64 = r["pruned"]
+            .as_object()
+            .expect("counts per code")
+            .values()
+            .map(|n| n.as_u64().expect("a count"))
+            .sum();
+        // 3 of 4 block sizes fit 512 per axis: 27 configurations remain.
+        assert_eq!(pruned, 64 - 27, "{t}: {}", r["pruned"]);
+        assert_eq!(
+            r["refused"].as_array().map(Vec::len),
+            Some(0),
+            "{t}: {}",
+            r["refused"]
+        );
+        assert_eq!(r["ranked"], 27, "{t}");
+        let best = &r["best"][0];
+        assert!(
+            best["generated_code_bytes"].as_u64().unwrap_or(0) > 0,
+            "{t}: {best}"
+        );
+    }
+}
+
+#[test]
+fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
+    if !have_libtpu() {
+        return;
+    }
+    let dir = TempDir::new("tune-cache");
+    let cache = dir.path().join("cache");
+    let src = dir.file("copy.pk", COPY.as_bytes());
+    let src_arg = src.to_str().expect("UTF-8 path");
+    let o = pkc_cached(&cache, &["tune", src_arg, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &json_lines(&o)[0];
+    // bm=16 bn=256 breaks the `where` (4096 > 2048): PK0262, not tried
+    // further; three configurations are ranked.
+    assert_eq!(r["pruned"]["PK0262"], 1, "{r}");
+    assert_eq!(r["ranked"], 3);
+    let best = r["best"][0]["params"].clone();
+    let cached = r["cache"].as_str().expect("the cache file");
+    assert!(Path::new(cached).starts_with(&cache), "{cached}");
+    let entry: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cached).expect("readable")).expect("JSON");
+    assert_eq!(entry["evaluator"], "model");
+    let want = format!(
+        "bm={} bn={}",
+        best["bm"].as_str().unwrap(),
+        best["bn"].as_str().unwrap()
+    );
+
+    // A hit: build names the package after the tuned values and says so.
+    let out = dir.path().join("out");
+    let o = pkc_cached(
+        &cache,
+        &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("(model): {want}")),
+        "{}",
+        stderr(&o)
+    );
+    let pkg = format!(
+        "copy-bm{}-bn{}",
+        best["bm"].as_str().unwrap(),
+        best["bn"].as_str().unwrap()
+    );
+    assert!(
+        out.join(&pkg).is_dir(),
+        "{pkg} in {:?}",
+        std::fs::read_dir(&out).map(|d| d.count())
+    );
+
+    // run --tuned computes the copy with the tuned blocks.
+    let y = dir.path().join("y.npy");
+    let o = pkc_cached(
+        &cache,
+        &[
+            "run",
+            "--tuned",
+            src_arg,
+            "--in",
+            "x=tests/data/add_16x256/x.npy",
+            "--out",
+            &format!("y={}", y.display()),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    let x = pk_runtime::cpu::npy::read(&root().join("tests/data/add_16x256/x.npy")).expect("x");
+    let got = pk_runtime::cpu::npy::read(&y).expect("y");
+    assert_eq!(
+        pk_runtime::cpu::npy::values(&got, pk_lang::ir::DType::F32),
+        pk_runtime::cpu::npy::values(&x, pk_lang::ir::DType::F32)
+    );
+
+    // Another shape is another entry: a miss, said so, defaults used.
+    let o = pkc_cached(
+        &cache,
+        &[
+            "build",
+            "--tuned",
+            src_arg,
+            "-p",
+            "M=32",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tuning cache entry for `copy`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.join("copy-M32").is_dir());
+
+    // Changing the source invalidates the entry.
+    std::fs::write(&src, format!("// edited\n{COPY}")).expect("rewrite");
+    let o = pkc_cached(
+        &cache,
+        &["build", "--tuned", src_arg, "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tuning cache entry"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
+    let dir = TempDir::new("tune-seed");
+    let src = dir.file("copy.pk", COPY.as_bytes());
+    let src_arg = src.to_str().expect("UTF-8 path");
+    let run = |seed: &str| {
+        let o = pkc_cached(
+            &dir.path().join("cache"),
+            &[
+                "tune", src_arg, "--budget", "2", "--seed", seed, "--no-aot", "--eval", "cpu",
+                "--json",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        json_lines(&o).remove(0)
+    };
+    let a = run("7");
+    assert_eq!(a["evaluator"], "cpu");
+    assert_eq!(a["aot"], false, "--no-aot skips libtpu");
+    assert_eq!(a["tried"], 2, "the budget caps the configurations tried");
+    let configs = |r: &serde_json::Value| {
+        let mut v: Vec<String> = r["best"]
+            .as_array()
+            .expect("ranked")
+            .iter()
+            .map(|c| c["params"].to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        configs(&a),
+        configs(&run("7")),
+        "the same seed samples the same configurations"
+    );
+    // The default (bm=8 bn=128) is always among those sampled.
+    assert!(configs(&a)
+        .iter()
+        .any(|c| c.contains("\"bm\":\"8\"") && c.contains("\"bn\":\"128\"")));
+}
+
+#[test]
+fn a_default_that_breaks_a_rule_for_the_shapes_does_not_stop_tuning() {
+    // At 128^3 the default blocks (256, 256, 512) are larger than the
+    // arrays; the one configuration of 128-blocks is still found.
+    let cache = TempDir::new("tune-small");
+    let o = pkc_cached(
+        cache.path(),
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=128",
+            "-p",
+            "N=128",
+            "-p",
+            "K=128",
+            "--no-aot",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &json_lines(&o)[0];
+    assert_eq!(r["ranked"], 1, "{r}");
+    assert_eq!(
+        r["best"][0]["params"],
+        serde_json::json!({"bm": "128", "bn": "128", "bk": "128"})
+    );
+    assert!(r["default"].is_null(), "the default was pruned: {r}");
+}
+
+#[test]
+fn tune_reports_its_errors_with_codes_and_exit_codes() {
+    let cache = TempDir::new("tune-errors");
+    // Nothing to tune: add.pk declares no candidates.
+    let o = pkc_cached(cache.path(), &["tune", "kernels/add.pk", "--no-aot"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK6001"), "{}", stderr(&o));
+    // Every configuration pruned: every candidate block is larger than 96.
+    let o = pkc_cached(
+        cache.path(),
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "-p",
+            "M=96",
+            "-p",
+            "N=96",
+            "-p",
+            "K=96",
+            "--no-aot",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK6002"), "{}", stderr(&o));
+    // --eval tpu on a host without a TPU: a coded toolchain error.
+    if pk_runtime::pjrt::locate_libtpu(None).is_ok() {
+        let o = pkc_cached(
+            cache.path(),
+            &["tune", "kernels/matmul.pk", "--eval", "tpu"],
+        );
+        assert_eq!(code(&o), 5, "{}", stderr(&o));
+        assert!(stderr(&o).contains("PK2"), "{}", stderr(&o));
+    }
+    // An unwritable cache directory.
+    let o = pkc(&[
+        "tune",
+        "kernels/matmul.pk",
+        "--no-aot",
+        "--tuned-cache",
+        "/proc/pk-tune",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK6003"), "{}", stderr(&o));
+    // --tuned applies to sources: a package holds one specialisation.
+    let o = pkc(&["run", "--tuned", "tests/data"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK4002"), "{}", stderr(&o));
+    let o = pkc(&["explain", "PK6002"]);
+    assert_eq!(code(&o), 0);
+}
