@@ -65,7 +65,14 @@ def test_every_kernel_entry_is_an_op() -> None:
         "flash_attention_bwd_dq", "flash_attention_bwd_dkv", "rms_norm_bwd",
         "layer_norm_bwd", "rms_norm_residual", "layer_norm_residual", "xent_bwd",
     }
-    assert sorted(entries - covered - set(pk.ops.__all__)) == []
+    # Kernels still called through `pk.jax.kernel` (docs/python.md says so);
+    # an entry added to kernels/ must be listed here or get an op.
+    pending = {
+        "tgmm", "splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv",
+        "paged_attention", "ragged_paged_attention", "qmatmul_w8a8", "qmatmul_fp8",
+    }
+    assert sorted(entries - covered - pending - set(pk.ops.__all__)) == []
+    assert sorted(pending & set(pk.ops.__all__)) == []
 
 
 def test_add_and_its_gradient(rng) -> None:

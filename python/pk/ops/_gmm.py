@@ -10,6 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from .. import meta
 from . import _base
 
 __all__ = ["gmm", "make_group_metadata"]
@@ -21,33 +22,21 @@ def make_group_metadata(group_sizes: Any, m: int, tm: int) -> tuple[Any, Any, An
     ``[G + 1]``, and for each visit ``t`` of the grid's dynamic axis its
     group ``group_ids[t]`` and row tile ``m_tile_ids[t]`` (a tile that
     straddles a group boundary is visited once per group, an empty group
-    not at all; unused entries are 0), and the visit count ``num_tiles``
-    ``[1]``. Shapes are static (``m // tm + G - 1`` visits at most)."""
-    sizes = jnp.asarray(group_sizes, jnp.int32)
-    g = sizes.shape[0]
-    offsets = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(sizes, dtype=jnp.int32)])
-    start = offsets[:-1] // tm
-    end = (offsets[1:] - 1) // tm
-    tiles = jnp.where(sizes > 0, end - start + 1, 0)
-    cum = jnp.cumsum(tiles, dtype=jnp.int32)
-    first = cum - tiles
-    t = jnp.arange(m // tm + g - 1, dtype=jnp.int32)
-    # The group of visit t: the first whose cumulative visit count passes t.
-    gid = jnp.minimum(jnp.searchsorted(cum, t, side="right"), g - 1).astype(jnp.int32)
-    valid = t < cum[-1]
-    group_ids = jnp.where(valid, gid, 0)
-    m_tile_ids = jnp.where(valid, start[gid] + t - first[gid], 0)
-    return offsets, group_ids, m_tile_ids, cum[-1:]
+    not at all), and the visit count ``num_tiles`` ``[1]``. Shapes are
+    static (``m // tm + G - 1`` visits at most). This is
+    :func:`pk.meta.gmm_metadata_jnp`, tested equal to pk's Rust builder."""
+    return meta.gmm_metadata_jnp(group_sizes, m, tm)
 
 
 def _forward(lhs: Any, rhs: Any, group_sizes: Any, tiles: tuple[int, int, int]) -> Any:
     tm, tk, tn = tiles
     m = lhs.shape[0]
-    meta = make_group_metadata(group_sizes, m, tm)
-    out = _base.kernel("gmm.pk", "gmm", tm=tm, tk=tk, tn=tn)(*meta, lhs, rhs)
+    n = rhs.shape[2]
+    md = make_group_metadata(group_sizes, m, tm)
+    out = _base.kernel("gmm.pk", "gmm", N=n, tm=tm, tk=tk, tn=tn)(*md, lhs, rhs)
     # Rows past the last group belong to no group: no visit writes them.
     rows = jnp.arange(m)[:, None]
-    return jnp.where(rows < meta[0][-1], out, 0.0)
+    return jnp.where(rows < md[0][-1], out, 0.0)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(3,))

@@ -178,7 +178,7 @@ fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
                     .map(|(s, d)| match s {
                         Slice::Index(_) => 1,
                         Slice::Range { size: 0, .. } => d.known().unwrap_or(1) as u64,
-                        Slice::Range { size, .. } => *size,
+                        Slice::Range { size, .. } | Slice::Strided { size, .. } => *size,
                     })
                     .product();
                 w.dma_bytes += times * n * r.dtype.bytes() * k.grid_steps().unwrap_or(1).max(1);

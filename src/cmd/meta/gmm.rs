@@ -3,15 +3,15 @@
 //! and `num_tiles.npy` (int32), written together through `output::commit`:
 //! either all of them are replaced or none is.
 
-use super::super::common::{EXIT_ERRORS, EXIT_OK};
-use super::super::cpu::report_cpu;
-use super::super::output::{self, Output};
-use super::super::ui;
+use crate::cmd::common::{EXIT_ERRORS, EXIT_OK};
+use crate::cmd::cpu::report_cpu;
+use crate::cmd::output::{self, Output};
+use crate::cmd::ui;
+use clap::Args as ClapArgs;
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{npy, Error, HostArray};
 use pk_runtime::meta::gmm;
 use std::path::PathBuf;
-use clap::Args as ClapArgs;
 
 #[derive(ClapArgs, Debug)]
 pub struct GmmArgs {

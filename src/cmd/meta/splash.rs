@@ -1,13 +1,13 @@
 //! `pkc meta splash`: the mask info of `kernels/splash.pk`.
 
-use super::super::common::{EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
-use super::super::cpu::{outln, report_cpu};
-use super::super::output::{commit, Output};
-use super::super::ui::{json_line, print_diagnostic, ui};
+use crate::cmd::common::{EXIT_ERRORS, EXIT_OK, EXIT_USAGE};
+use crate::cmd::cpu::{outln, report_cpu};
+use crate::cmd::output::{commit, Output};
+use crate::cmd::ui::{json_line, print_diagnostic, ui};
+use clap::Args as ClapArgs;
 use pk_runtime::cpu::npy;
 use pk_runtime::meta::splash::{self, Mask, SplashError};
 use std::path::{Path, PathBuf};
-use clap::Args as ClapArgs;
 
 #[derive(ClapArgs, Debug)]
 pub struct SplashArgs {
