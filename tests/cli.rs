@@ -3,22 +3,11 @@
 
 mod common;
 
-use common::{code, pkc, pkc_in, stderr, stdout, TempDir};
+use common::{code, codes_in, pkc, pkc_in, stderr, stdout, TempDir};
 use std::path::Path;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
-}
-
-/// The diagnostic codes in rendered output, in order.
-fn codes_in(text: &str) -> Vec<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| {
-            l.len() == 6 && l.starts_with("PK") && l[2..].bytes().all(|b| b.is_ascii_digit())
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]

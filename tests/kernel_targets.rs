@@ -5,18 +5,7 @@
 
 mod common;
 
-use common::{code, pkc, stderr, GENERATION_SPECIFIC};
-
-/// The `PKxxxx` codes in a rendering, in order.
-fn codes(err: &str) -> Vec<String> {
-    err.lines()
-        .map(str::trim)
-        .filter(|l| {
-            l.len() == 6 && l.starts_with("PK") && l[2..].bytes().all(|b| b.is_ascii_digit())
-        })
-        .map(str::to_string)
-        .collect()
-}
+use common::{code, codes_in as codes, pkc, stderr, GENERATION_SPECIFIC};
 
 #[test]
 fn generation_specific_kernels_check_where_they_run_and_fail_coded_elsewhere() {

@@ -163,3 +163,14 @@ pub fn generation_specific(path: &Path) -> bool {
     path.parent().and_then(|p| p.file_name()) == Some(std::ffi::OsStr::new("kernels"))
         && GENERATION_SPECIFIC.iter().any(|(f, _)| *f == name)
 }
+
+/// The `PKxxxx` codes in a rendering, in order.
+pub fn codes_in(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.len() == 6 && l.starts_with("PK") && l[2..].bytes().all(|b| b.is_ascii_digit())
+        })
+        .map(str::to_string)
+        .collect()
+}

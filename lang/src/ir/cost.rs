@@ -78,20 +78,7 @@ fn block_cost(f: &Func, b: BlockId) -> OpCost {
         match &o.kind {
             OpKind::Unary(u, _) => {
                 c.flops += out;
-                if matches!(
-                    u,
-                    UnaryOp::Exp
-                        | UnaryOp::Exp2
-                        | UnaryOp::Log
-                        | UnaryOp::Log1p
-                        | UnaryOp::Sqrt
-                        | UnaryOp::Rsqrt
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sin
-                        | UnaryOp::Cos
-                        | UnaryOp::Erf
-                        | UnaryOp::Logistic
-                ) {
+                if u.is_transcendental() {
                     c.transcendentals += out;
                 }
             }
@@ -150,8 +137,9 @@ pub fn const_int(f: &Func, v: Value) -> Option<i64> {
 }
 
 /// How many times a block is moved: the number of grid steps (row-major
-/// order) whose block index differs from the previous step's.
-fn fetches(k: &Kernel, map: &Func, steps: u64) -> u64 {
+/// order) whose block index differs from the previous step's (all of them
+/// past a million steps, which are not simulated).
+pub fn fetches(k: &Kernel, map: &Func, steps: u64) -> u64 {
     if steps > MAX_SIMULATED_STEPS {
         return steps;
     }

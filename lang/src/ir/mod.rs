@@ -93,6 +93,27 @@ pub enum UnaryOp {
     Sign,
 }
 
+impl UnaryOp {
+    /// Whether the TPU evaluates it on its transcendental unit (the EUP)
+    /// rather than the vector ALUs: what cost estimates count separately.
+    pub fn is_transcendental(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Exp
+                | UnaryOp::Exp2
+                | UnaryOp::Log
+                | UnaryOp::Log1p
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Tanh
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Erf
+                | UnaryOp::Logistic
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
     Add,

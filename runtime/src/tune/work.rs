@@ -6,13 +6,13 @@
 //! Counting follows the pipeline's contract: an input block is copied in
 //! when its block index differs from the previous step's, an output block
 //! is written back when its index changes (and at the end). Index maps are
-//! evaluated per step with [`pk_lang::ir::cost::eval_map`]; a map it cannot
+//! counted per step by [`pk_lang::ir::cost::fetches`]; a map it cannot
 //! evaluate (one reading scalar-prefetch values) counts a copy every step.
 //! A run-time `if` is charged its more expensive branch; a `for` with
 //! constant bounds its trip count; a `while` one trip.
 
-use pk_lang::ir::cost::{const_int, eval_map};
-use pk_lang::ir::{BlockId, DType, Func, Kernel, OpKind, Semantics, Slice, UnaryOp};
+use pk_lang::ir::cost::{const_int, fetches};
+use pk_lang::ir::{BlockId, DType, Func, Kernel, OpKind, Semantics, Slice};
 
 /// One matmul shape of the body and how often a step runs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,10 +49,6 @@ pub struct Work {
     pub min_bytes: u64,
 }
 
-/// Grids larger than this are not simulated step by step; every step then
-/// counts as a copy.
-const MAX_SIMULATED_STEPS: u64 = 1 << 20;
-
 /// Counts the work of a specialised kernel.
 pub fn count(k: &Kernel) -> Work {
     let steps = k.grid_steps().unwrap_or(1).max(1);
@@ -86,7 +82,7 @@ pub fn count(k: &Kernel) -> Work {
             .map(|d| d.extent().known().unwrap_or(1) as u64)
             .product::<u64>()
             * elem;
-        let moves = changes(k, &b.index_map, steps) * block;
+        let moves = fetches(k, &b.index_map, steps) * block;
         if o.role == pk_lang::ir::Role::Output {
             w.bytes_out += moves;
             w.last_out_bytes += block;
@@ -116,20 +112,7 @@ fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
         match &o.kind {
             OpKind::Unary(u, _) => {
                 w.vector_ops += t * out as f64;
-                if matches!(
-                    u,
-                    UnaryOp::Exp
-                        | UnaryOp::Exp2
-                        | UnaryOp::Log
-                        | UnaryOp::Log1p
-                        | UnaryOp::Sqrt
-                        | UnaryOp::Rsqrt
-                        | UnaryOp::Tanh
-                        | UnaryOp::Sin
-                        | UnaryOp::Cos
-                        | UnaryOp::Erf
-                        | UnaryOp::Logistic
-                ) {
+                if u.is_transcendental() {
                     w.transcendentals += t * out as f64;
                 }
             }
@@ -239,39 +222,4 @@ fn merge(w: &mut Work, x: Work) {
             None => w.dots.push(d),
         }
     }
-}
-
-/// How many grid steps (row-major order) see a block index different from
-/// the previous step's.
-fn changes(k: &Kernel, map: &Func, steps: u64) -> u64 {
-    if steps > MAX_SIMULATED_STEPS {
-        return steps;
-    }
-    let extents: Vec<u64> = k
-        .grid
-        .iter()
-        .map(|a| a.extent.known().unwrap_or(1).max(1) as u64)
-        .collect();
-    let mut idx = vec![0i64; extents.len()];
-    let mut prev: Option<Vec<i64>> = None;
-    let mut count = 0u64;
-    for _ in 0..steps {
-        match eval_map(map, &idx) {
-            Some(b) => {
-                if prev.as_ref() != Some(&b) {
-                    count += 1;
-                }
-                prev = Some(b);
-            }
-            None => return steps,
-        }
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if (idx[d] as u64) < extents[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    count
 }
