@@ -63,18 +63,24 @@ fn elements(f: &Func, v: Value) -> u64 {
     f.ty(v).elements().unwrap_or(1)
 }
 
+/// The elements of `o`'s first result when it is a tile, else 0: the
+/// vector-unit work an elementwise op does (scalar-unit work is not
+/// counted).
+pub fn vector_elements(f: &Func, o: &Op) -> u64 {
+    o.results
+        .first()
+        .filter(|r| !f.ty(**r).is_scalar())
+        .map(|r| elements(f, *r))
+        .unwrap_or(0)
+}
+
 fn block_cost(f: &Func, b: BlockId) -> OpCost {
     let mut c = OpCost::default();
     for &op in &f.blocks[b].ops {
         let o = &f.ops[op];
         // Scalar-unit work (index arithmetic, loop counters) is not counted:
         // the estimate is about the vector and matrix units.
-        let out = o
-            .results
-            .first()
-            .filter(|r| !f.ty(**r).is_scalar())
-            .map(|r| elements(f, *r))
-            .unwrap_or(0);
+        let out = vector_elements(f, o);
         match &o.kind {
             OpKind::Unary(u, _) => {
                 c.flops += out;

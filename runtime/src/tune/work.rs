@@ -11,7 +11,7 @@
 //! A run-time `if` is charged its more expensive branch; a `for` with
 //! constant bounds its trip count; a `while` one trip.
 
-use pk_lang::ir::cost::{const_int, fetches};
+use pk_lang::ir::cost::{const_int, fetches, vector_elements};
 use pk_lang::ir::{BlockId, DType, Func, Kernel, OpKind, Semantics, Slice};
 
 /// One matmul shape of the body and how often a step runs it.
@@ -102,12 +102,7 @@ fn elements(f: &Func, v: pk_lang::ir::Value) -> u64 {
 fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
     for &op in &f.blocks[b].ops {
         let o = &f.ops[op];
-        let out = o
-            .results
-            .first()
-            .filter(|r| !f.ty(**r).is_scalar())
-            .map(|r| elements(f, *r))
-            .unwrap_or(0);
+        let out = vector_elements(f, o);
         let t = times as f64;
         match &o.kind {
             OpKind::Unary(u, _) => {

@@ -15,6 +15,15 @@ use crate::diag::{codes, Diag};
 use crate::ir::{BinaryOp, DType, Dim, OpKind, ReduceOp, Type, UnaryOp, Value};
 use crate::span::Span;
 
+/// A ref-window argument split into the ref (or view) it names and its
+/// indices: `y[i, ..]` is `(y, [i, ..])`, a bare `y` has no indices.
+fn window_parts(e: &Expr) -> (&Expr, &[ast::Index]) {
+    match &e.kind {
+        ast::ExprKind::Index(b, idx) => (b, idx),
+        _ => (e, &[]),
+    }
+}
+
 /// One builtin function.
 pub struct Builtin {
     pub name: &'static str,

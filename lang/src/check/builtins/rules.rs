@@ -603,10 +603,7 @@ impl Builder<'_, '_> {
         }
         let mut views = Vec::new();
         for (i, e) in a.pos.iter().enumerate() {
-            let (base, idx): (&Expr, &[ast::Index]) = match &e.kind {
-                ast::ExprKind::Index(b, idx) => (b, idx),
-                _ => (e, &[]),
-            };
+            let (base, idx) = super::window_parts(e);
             let what = ["source", "destination", "semaphore"][i];
             match self.expr(base) {
                 Val::Ref(_) | Val::View(_) => {}

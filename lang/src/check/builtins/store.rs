@@ -9,7 +9,7 @@
 //! ref's dtype must be 32 bits wide.
 
 use super::Args;
-use crate::ast::{self, BinOp, Expr, ExprKind};
+use crate::ast::{self, BinOp, Expr};
 use crate::check::builder::{Builder, Mode};
 use crate::check::value::Val;
 use crate::diag::{codes, Diag};
@@ -105,10 +105,7 @@ impl Builder<'_, '_> {
 
     pub(super) fn store_call(&mut self, a: &Args, span: Span) -> Val {
         let target = a.pos[0];
-        let (base, idx): (&Expr, &[ast::Index]) = match &target.kind {
-            ExprKind::Index(b, idx) => (b, idx),
-            _ => (target, &[]),
-        };
+        let (base, idx) = super::window_parts(target);
         match self.expr(base) {
             Val::Ref(_) | Val::View(_) => {}
             Val::Err => return Val::Err,
