@@ -465,6 +465,10 @@ pub enum ExprKind {
     /// `k.at[h, ..]`: a view of a ref (a sub-ref), as Pallas' `ref.at[...]`;
     /// the identifier is the member written (only `at` is one).
     At(Box<Expr>, Ident, Vec<Index>),
+    /// `k.reshape(8, 128)`, `k.bitcast(u32)`: a method of a ref, as Pallas'
+    /// `ref.reshape(...)` / `ref.bitcast(...)` (the checker knows which
+    /// members exist).
+    Method(Box<Expr>, Ident, Vec<Arg>),
     List(Vec<Expr>),
     /// `(a, b, c)`: a tuple of values (at least two elements).
     Tuple(Vec<Expr>),
@@ -571,6 +575,10 @@ impl Drop for Expr {
                     take(b);
                 }
                 ExprKind::Call(_, args) => args.iter_mut().for_each(|a| take(&mut a.value)),
+                ExprKind::Method(base, _, args) => {
+                    take(base);
+                    args.iter_mut().for_each(|a| take(&mut a.value));
+                }
                 ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
                     take(base);
                     for i in idx {

@@ -195,6 +195,10 @@ impl Walk {
                 self.expr(b, n);
             }
             ExprKind::Call(_, args) => args.iter().for_each(|a| self.expr(&a.value, n)),
+            ExprKind::Method(base, _, args) => {
+                self.expr(base, n);
+                args.iter().for_each(|a| self.expr(&a.value, n));
+            }
             ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
                 self.expr(base, n);
                 for i in idx {

@@ -715,3 +715,137 @@ grid (u in m[0] <= 2 parallel, t in n[1] <= G arbitrary)
         );
     }
 }
+
+/// `(dtype, shape, view, view dtype, view shape)`: reshaped and bitcast
+/// views of whole VMEM refs, the TPU's side of each rule (PK0353) and the
+/// cases around it.
+const REF_VIEWS: &[(&str, &str, &str, &str, &str)] = &[
+    ("f32", "4, 32, 128", "reshape(128, 128)", "f32", "128, 128"),
+    ("f32", "4, 32, 128", "reshape(2, 64, 128)", "f32", "2, 64, 128"),
+    ("f32", "4, 32, 128", "reshape(16, 8, 128)", "f32", "16, 8, 128"),
+    ("f32", "64, 128", "reshape(16, 4, 128)", "f32", "16, 4, 128"),
+    ("f32", "32, 256", "reshape(64, 128)", "f32", "64, 128"),
+    ("f32", "4, 4096", "reshape(4, 32, 128)", "f32", "4, 32, 128"),
+    ("bf16", "4, 32, 128", "reshape(128, 128)", "bf16", "128, 128"),
+    ("bf16", "4, 32, 128", "reshape(8, 16, 128)", "bf16", "8, 16, 128"),
+    ("bf16", "4, 32, 128", "reshape(16, 8, 128)", "bf16", "16, 8, 128"),
+    ("bf16", "32, 256", "reshape(64, 128)", "bf16", "64, 128"),
+    ("i8", "4, 64, 128", "reshape(256, 128)", "i8", "256, 128"),
+    ("i8", "4, 64, 128", "reshape(8, 32, 128)", "i8", "8, 32, 128"),
+    ("i8", "4, 64, 128", "reshape(16, 16, 128)", "i8", "16, 16, 128"),
+    ("f32", "32, 128", "bitcast(i32)", "i32", "32, 128"),
+    ("bf16", "32, 128", "bitcast(i16)", "i16", "32, 128"),
+    ("bf16", "32, 128", "bitcast(i32)", "i32", "16, 128"),
+    ("bf16", "16, 128", "bitcast(i32)", "i32", "8, 128"),
+    ("bf16", "8, 128", "bitcast(i32)", "i32", "4, 128"),
+    ("bf16", "2, 32, 256", "bitcast(f32)", "f32", "2, 16, 256"),
+    ("i8", "64, 128", "bitcast(i32)", "i32", "16, 128"),
+    ("i8", "32, 128", "bitcast(i32)", "i32", "8, 128"),
+    ("i8", "64, 128", "bitcast(bf16)", "bf16", "32, 128"),
+    ("i8", "16, 128", "bitcast(i32)", "i32", "4, 128"),
+    ("i32", "16, 128", "bitcast(bf16)", "bf16", "32, 128"),
+    ("i32", "8, 128", "bitcast(bf16)", "bf16", "16, 128"),
+    ("i32", "8, 128", "bitcast(i8)", "i8", "32, 128"),
+    ("i32", "4, 128", "bitcast(bf16)", "bf16", "8, 128"),
+    ("f32", "24, 128", "bitcast(bf16)", "bf16", "48, 128"),
+    ("f32", "8, 4, 128", "reshape(32, 128)", "f32", "32, 128"),
+    ("f32", "6, 128", "reshape(2, 3, 128)", "f32", "2, 3, 128"),
+    ("bf16", "24, 128", "reshape(3, 8, 128)", "bf16", "3, 8, 128"),
+    ("bf16", "2, 12, 128", "reshape(24, 128)", "bf16", "24, 128"),
+    ("f32", "12, 128", "bitcast(bf16)", "bf16", "24, 128"),
+    ("i8", "8, 128", "bitcast(i32)", "i32", "2, 128"),
+    ("bf16", "6, 128", "bitcast(i32)", "i32", "3, 128"),
+    ("i8", "2, 24, 128", "bitcast(bf16)", "bf16", "2, 12, 128"),
+];
+
+/// Views the checker refuses (PK0353: the second-minor dimension changes
+/// between sizes that are not whole tiles) although libtpu 0.0.51 compiles
+/// them, on any target: splits of whole 32- and 16-bit refs into smaller
+/// rows. Folds and splits of 8-bit refs, and of 16-bit refs between
+/// partial tiles (`bf16[2, 12, 128]` as `[24, 128]`), are refused by both.
+const REF_VIEW_STRICTER: &[&str] = &[
+    "f32[64, 128].reshape(16, 4, 128)",
+    "f32[8, 4, 128].reshape(32, 128)",
+    "f32[6, 128].reshape(2, 3, 128)",
+    "bf16[4, 32, 128].reshape(16, 8, 128)",
+    "bf16[24, 128].reshape(3, 8, 128)",
+];
+
+/// A kernel that reads (or writes) all of `x` through the view, and one
+/// that reads a run-time window of it.
+fn ref_view_kernels(case: &(&str, &str, &str, &str, &str)) -> Vec<(String, String)> {
+    let (dt, shape, view, vdt, vshape) = *case;
+    let rank = vshape.split(',').count();
+    let second = vshape.split(',').nth(rank - 2).unwrap().trim().to_string();
+    let lead = ":, ".repeat(rank - 2);
+    let rows = if vdt == "i8" { 32 } else { 8 };
+    let mut out = vec![
+        (
+            format!("load of {dt}[{shape}].{view}"),
+            format!("kernel k(x: {dt}[{shape}]) -> y: {vdt}[{vshape}] {{ y[..] = x.{view}[..]; }}"),
+        ),
+        (
+            format!("store to {dt}[{shape}].{view}"),
+            format!(
+                "kernel k(x: {vdt}[{vshape}]) -> y: {dt}[{shape}] {{ let v = y.{view}; v[..] = x[..]; }}"
+            ),
+        ),
+    ];
+    if second.parse::<u64>().unwrap() >= 2 * rows {
+        out.push((
+            format!("run-time rows of {dt}[{shape}].{view}"),
+            format!(
+                "kernel k(x: {dt}[{shape}], n: i32[1] in smem) -> y: {vdt}[{vshape}]
+{{ y[..] = x.{view}[..]; y[{lead}ds(multiple_of(n[0], {rows}), {rows}), :] = x.{view}[{lead}0..{rows}, :]; }}"
+            ),
+        ));
+    }
+    out
+}
+
+/// The checker and libtpu agree on reshaped and bitcast views of refs,
+/// read, written and windowed at run time: what the checker accepts
+/// libtpu compiles, and what it refuses (PK0353, or PK0253 where the view
+/// itself is ill-formed) libtpu refuses too, each case on one target in
+/// turn.
+#[test]
+fn libtpu_agrees_on_ref_reshapes_and_bitcasts() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let mut failures = Vec::new();
+    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
+    for case in REF_VIEWS {
+        for (what, src) in ref_view_kernels(case) {
+            n += 1;
+            let target = Target::ALL[n % Target::ALL.len()];
+            let opts = Options {
+                target,
+                specialise: true,
+                ..Options::default()
+            };
+            let checker = pk_lang::compile_source("k.pk", &src, &opts)
+                .err()
+                .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
+            match (checker, libtpu_refusal(plugin, &src, target)) {
+                (None, None) => accepted += 1,
+                (Some(_), Some(_)) => refused += 1,
+                (None, Some(e)) => failures.push(format!(
+                    "{what} on {target}: the checker accepts it, libtpu refuses it: {e}"
+                )),
+                (Some(_), None) if REF_VIEW_STRICTER.iter().any(|c| what.ends_with(c)) => {
+                    refused += 1
+                }
+                (Some(codes), None) => failures.push(format!(
+                    "{what} on {target}: the checker refuses it ({codes:?}), libtpu compiles it"
+                )),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {n} cases disagree:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(accepted > 20 && refused > 10, "{accepted} accepted, {refused} refused");
+}

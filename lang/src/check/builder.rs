@@ -13,6 +13,7 @@ use crate::ir::{
 };
 use crate::resolve::{ItemRef, ModId};
 use crate::span::Span;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What a name in scope stands for.
@@ -41,7 +42,9 @@ pub enum Mode {
 pub struct Builder<'c, 'p> {
     pub ck: &'c mut Checker<'p>,
     pub module: ModId,
-    pub refs: &'c Arena<RefDecl>,
+    /// The kernel's refs; a body builder appends the views it declares
+    /// (`k.reshape(..)`, `k.bitcast(T)`), hence copy-on-write.
+    pub refs: Cow<'c, Arena<RefDecl>>,
     pub f: Func,
     pub cur: BlockId,
     pub scopes: Vec<HashMap<String, Binding>>,
@@ -74,7 +77,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         Builder {
             ck,
             module,
-            refs,
+            refs: Cow::Borrowed(refs),
             f,
             cur: entry,
             scopes: vec![scope],
@@ -117,6 +120,16 @@ impl<'c, 'p> Builder<'c, 'p> {
 
     pub fn finish(self) -> Func {
         self.f
+    }
+
+    /// The function and, when the body declared views, the kernel's refs
+    /// with them appended.
+    pub fn finish_with_refs(self) -> (Func, Option<Arena<RefDecl>>) {
+        let refs = match self.refs {
+            Cow::Owned(r) => Some(r),
+            Cow::Borrowed(_) => None,
+        };
+        (self.f, refs)
     }
 
     pub fn error(&mut self, d: Diag) -> Val {
@@ -453,8 +466,7 @@ impl<'c, 'p> Builder<'c, 'p> {
         self.ck.const_stack.push((m, i));
         let value = decl.value.clone();
         let v = {
-            let refs = self.refs;
-            let mut b = Builder::constant(self.ck, m, refs, &[]);
+            let mut b = Builder::constant(self.ck, m, &self.refs, &[]);
             b.const_expr(&value)
         };
         self.ck.const_stack.pop();
@@ -500,6 +512,7 @@ impl<'c, 'p> Builder<'c, 'p> {
             ExprKind::Call(p, args) => self.call(p, args, e.span),
             ExprKind::Index(base, idx) => self.load(base, idx, e.span),
             ExprKind::At(base, m, idx) => self.at(base, m, idx, e.span),
+            ExprKind::Method(base, m, args) => self.method(base, m, args, e.span),
             ExprKind::List(items) => {
                 Val::List(items.iter().map(|i| (self.expr(i), i.span)).collect())
             }

@@ -14,6 +14,7 @@ mod dyngrid;
 mod header;
 mod optional;
 mod ragged;
+mod reshape;
 pub mod rules;
 mod slice;
 mod stmt;
@@ -170,13 +171,17 @@ pub fn check_kernel(
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
         rules::check_header(ck, &kernel, decl, &ragged);
     }
-    kernel.body = {
+    let (body, views) = {
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
         b.grid_extents = cx.grid_extents.clone();
         b.grid_dynamic = cx.grid_dynamic.clone();
         b.kernel_body(&decl.body);
-        b.finish()
+        b.finish_with_refs()
     };
+    kernel.body = body;
+    if let Some(refs) = views {
+        kernel.refs = refs;
+    }
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
         align::check(ck, &kernel);
     }

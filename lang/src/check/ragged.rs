@@ -42,6 +42,10 @@ pub(super) fn names(e: &Expr, f: &mut impl FnMut(&str)) {
             names(b, f);
         }
         ExprKind::Call(_, args) => args.iter().for_each(|a| names(&a.value, f)),
+        ExprKind::Method(base, _, args) => {
+            names(base, f);
+            args.iter().for_each(|a| names(&a.value, f));
+        }
         ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
             names(base, f);
             for i in idx {

@@ -254,6 +254,11 @@ codes! {
         why: "A strided window takes `size` positions `stride` apart (Pallas' `pl.ds(start, size, stride)`); it is read and written with Mosaic's strided loads and stores, which have no DMA, view or mask form.",
         example: "let v = x[ds(0, 8, 0), :];   // error\nlet v = x[ds(0, 8, 2), :];",
     }
+    REF_RESHAPE = "PK0253" "ref-reshape" {
+        what: "`k.reshape(..)` or `k.bitcast(T)` is taken of something that is not a whole ref, with arguments that are not its sizes or one dtype, or with sizes that do not hold the ref's elements.",
+        why: "`k.reshape(d0, d1)` and `k.bitcast(T)` are views of a whole ref's memory with another shape or dtype (Pallas' `ref.reshape(...)`, `ref.bitcast(...)`): a reshape keeps the number of elements, and a bitcast between widths packs or unpacks the second-minor dimension, whose bits must divide into the new elements. Views of part of a ref come after: `k.reshape(..).at[h]`.",
+        example: "let v = k.at[0].reshape(8, 128);   // error: a part of k\nlet v = k.reshape(2, 8, 128).at[0];",
+    }
     MASKED_STORE = "PK0250" "masked-store" {
         what: "`store(y[win], v, mask=m)` is given a mask that is not a bool tile, or a window that is one element or not in VMEM.",
         why: "A masked store writes the elements of a vector window where the mask is true and keeps the others (Pallas' `pltpu.store(ref, v, mask=m)`); Mosaic stores vectors to VMEM under a mask, one lane per element, so the mask is a bool value that broadcasts to the window's shape.",
@@ -380,6 +385,11 @@ codes! {
         what: "`repeat(x, n, axis=0)` of a rank-1 value.",
         why: "`repeat` splits the repeated axis in two and broadcasts (as `jnp.repeat` lowers); Mosaic cannot lay out that split for a rank-1 vector and libtpu 0.0.51 refuses it on every target (\"unsupported shape cast\"). The same repeat of a 2-D value with one row compiles.",
         example: "let r = repeat(x[0, :], 2, axis=0);   // error: rank 1\nlet r = repeat(x[0..1, :], 2, axis=1);",
+    }
+    RESHAPE_TPU = "PK0353" "ref-reshape-target" {
+        what: "A reshaped or bitcast view of a ref (`k.reshape(..)`, `k.bitcast(T)`) that the TPU cannot take: a side of rank 1, a changed last dimension, a second-minor dimension that changes between sizes that are not multiples of the sublane tile, or a ref that is not in VMEM or ANY.",
+        why: "In Mosaic the views are `tpu.memref_reshape` and `tpu.memref_bitcast`, which libtpu 0.0.51 compiles on every target for refs of rank 2 or more in VMEM or HBM, when a reshape keeps the lane dimension and folds or splits the second-minor one by whole tiles (8 rows of 32-bit, 16 of 16-bit, 32 of 8-bit elements): otherwise \"Expected the minormost dimension to be unchanged\" or \"Supported only when (a) tiled dimensions remain unchanged, except maybe for tile-aligned folding/unfolding of the first tiled dimension\".",
+        example: "let v = x.reshape(8, 256);   // error: x is f32[16, 128]\nlet v = x.reshape(2, 8, 128);",
     }
     STRIDED_TPU = "PK0352" "strided-window-target" {
         what: "A strided window (`ds(start, size, stride)`) that the TPU cannot read or write: a stride in the last dimension, elements narrower than 32 bits, a ref that is not in VMEM, or a ref whose last dimension is not 128.",

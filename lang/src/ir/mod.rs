@@ -580,6 +580,15 @@ pub enum RefOrigin {
     Operand(usize),
     /// Index into `Kernel::scratch`.
     Scratch(usize),
+    /// The memory of another ref, declared before this one, seen with
+    /// another shape or dtype: `k.reshape(..)` (same dtype and element
+    /// count; `tpu.memref_reshape`) or `k.bitcast(T)` (same dimensions but
+    /// the second-minor, which scales by the ratio of the widths;
+    /// `tpu.memref_bitcast`). With a width change, element `[.., r, c]` of
+    /// the wider view packs the narrower elements `[.., p*r + j, c]`,
+    /// `j = 0..p`, element `j` in bits `j*w..(j+1)*w` (the TPU's sublane
+    /// packing, and Pallas' definition of `bitcast`).
+    View(RefId),
 }
 
 #[derive(Debug, Clone)]
@@ -659,6 +668,23 @@ impl Kernel {
 
     pub fn ref_type(&self, r: RefId) -> &RefType {
         &self.refs[r].ty
+    }
+
+    /// The operand or scratch ref whose memory `r` is: `r` itself, or what
+    /// a chain of views (`RefOrigin::View`) is taken of.
+    pub fn root(&self, r: RefId) -> RefId {
+        let mut r = r;
+        while let RefOrigin::View(b) = self.refs[r].origin {
+            r = b;
+        }
+        r
+    }
+
+    /// Whether `r` is a view whose elements have another width than its
+    /// root's (a bitcast between widths): its elements are not at
+    /// row-major positions of the root's.
+    pub fn is_packed_view(&self, r: RefId) -> bool {
+        self.refs[r].ty.dtype.bits() != self.refs[self.root(r)].ty.dtype.bits()
     }
 
     /// The number of grid steps, when known.

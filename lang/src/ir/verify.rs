@@ -16,6 +16,11 @@
 //! 6. Kernels: the body and every index map take one i32 per grid axis;
 //!    index maps yield one i32 per array dimension and touch only prefetch refs.
 //! 7. Specialisation (when asked): every dimension is known and positive.
+//! 8. Views (`RefOrigin::View`): the viewed ref is declared earlier, in the
+//!    same memory space, and is not itself a view between widths; a view
+//!    of the same dtype has the same number of elements (a reshape), one of
+//!    another dtype has the same dimensions but the second-minor, which
+//!    holds the same bits (a bitcast).
 
 use super::*;
 use std::collections::HashSet;
@@ -36,6 +41,43 @@ fn err<T>(span: Span, message: impl Into<String>) -> Result<T> {
     })
 }
 
+/// Invariant 8 for the view `id` of `base`.
+fn view_decl(k: &Kernel, id: RefId, base: RefId, specialised: bool) -> Result<()> {
+    let name = &k.refs[id].name;
+    if base.index() >= id.index() {
+        return err(k.span, format!("view `{name}` is of a ref declared after it"));
+    }
+    let (v, b) = (&k.refs[id].ty, &k.refs[base].ty);
+    if v.space != b.space {
+        return err(k.span, format!("view `{name}` is in another memory space"));
+    }
+    if k.is_packed_view(base) {
+        return err(k.span, format!("view `{name}` is of a view between widths"));
+    }
+    if !specialised {
+        return Ok(());
+    }
+    let dims = |t: &RefType| t.shape.iter().map(Dim::get).collect::<Vec<u64>>();
+    let (vs, bs) = (dims(v), dims(b));
+    let ok = if v.dtype == b.dtype {
+        vs.iter().product::<u64>() == bs.iter().product::<u64>()
+    } else {
+        let n = vs.len();
+        n >= 2
+            && n == bs.len()
+            && vs[..n - 2] == bs[..n - 2]
+            && vs[n - 1] == bs[n - 1]
+            && vs[n - 2] * u64::from(v.dtype.bits()) == bs[n - 2] * u64::from(b.dtype.bits())
+    };
+    if !ok {
+        return err(
+            k.span,
+            format!("view `{name}` does not cover the memory of what it views"),
+        );
+    }
+    Ok(())
+}
+
 /// Verifies a kernel; `specialised` additionally requires known dimensions.
 pub fn verify_kernel(k: &Kernel, specialised: bool) -> Result<()> {
     let grid_rank = k.grid.len();
@@ -53,6 +95,11 @@ pub fn verify_kernel(k: &Kernel, specialised: bool) -> Result<()> {
             for d in &o.shape {
                 known_positive(d, o.span, "operand dimension")?;
             }
+        }
+    }
+    for (id, r) in k.refs.iter() {
+        if let RefOrigin::View(b) = r.origin {
+            view_decl(k, id, b, specialised)?;
         }
     }
     for a in &k.grid {

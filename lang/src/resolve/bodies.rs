@@ -226,6 +226,12 @@ impl Walker<'_> {
                     self.expr(&a.value);
                 }
             }
+            ExprKind::Method(base, _, args) => {
+                self.expr(base);
+                for a in args {
+                    self.expr(&a.value);
+                }
+            }
             ExprKind::Index(base, idx) | ExprKind::At(base, _, idx) => {
                 self.expr(base);
                 for i in idx {

@@ -201,6 +201,7 @@ fn kernel_func<'c>(
             );
         }
     }
+    views(m, k, &mut refs, At { block: &blk, ..at })?;
     let mut cx = Lower {
         m,
         src,
@@ -272,6 +273,51 @@ fn window_param<'c>(m: &Mlir<'c>, n: usize, w: &Window, at: &SourceLocation) -> 
         }
     }
     Ok(DictionaryAttribute::new(m.ctx, &entries).into())
+}
+
+/// The memrefs of the kernel's views (`k.reshape(..)`, `k.bitcast(T)`),
+/// made at the top of the body from the memrefs they view, in declaration
+/// order (so a view of a view finds its base): a memref with squeezed
+/// block dimensions is squeezed to the kernel's shape first, then
+/// `tpu.memref_reshape` (same dtype) or `tpu.memref_bitcast` gives the view.
+fn views<'c>(
+    m: &Mlir<'c>,
+    k: &ir::Kernel,
+    refs: &mut HashMap<ir::RefId, PhysRef<'c>>,
+    at: At<'c, '_>,
+) -> R<()> {
+    for (id, r) in k.refs.iter() {
+        let ir::RefOrigin::View(b) = r.origin else {
+            continue;
+        };
+        let Some(base) = refs.get(&b) else {
+            continue;
+        };
+        let space = MemSpace::of(base.space);
+        let mut mem = base.mem;
+        if base.squeezed.iter().any(|&s| s) {
+            let kept = dims(&k.ref_type(b).shape);
+            mem = m.tpu_memref_squeeze(at, mem, m.memref(&kept, m.storage(base.dtype), space))?;
+        }
+        let shape = dims(&r.ty.shape);
+        let ty = m.memref(&shape, m.storage(r.ty.dtype), space);
+        let mem = if r.ty.dtype == base.dtype {
+            m.tpu_memref_reshape(at, mem, ty)?
+        } else {
+            m.tpu_memref_bitcast(at, mem, ty)?
+        };
+        refs.insert(
+            id,
+            PhysRef {
+                mem,
+                squeezed: vec![false; shape.len()],
+                shape,
+                space: r.ty.space,
+                dtype: r.ty.dtype,
+            },
+        );
+    }
+    Ok(())
 }
 
 /// `@transform_N`: the grid indices and prefetch refs to operand `operand`'s

@@ -436,6 +436,18 @@ impl<'c> Mlir<'c> {
         self.op1(at, "tpu.memref_squeeze", &[mem], ty, &[])
     }
 
+    /// `tpu.memref_reshape`: the same memory with another shape (Pallas'
+    /// lowering of `ref.reshape(...)`).
+    pub fn tpu_memref_reshape(&self, at: At<'c, '_>, mem: Val<'c>, ty: Type<'c>) -> R<Val<'c>> {
+        self.op1(at, "tpu.memref_reshape", &[mem], ty, &[])
+    }
+
+    /// `tpu.memref_bitcast`: the same memory with another element type
+    /// (Pallas' lowering of `ref.bitcast(...)`).
+    pub fn tpu_memref_bitcast(&self, at: At<'c, '_>, mem: Val<'c>, ty: Type<'c>) -> R<Val<'c>> {
+        self.op1(at, "tpu.memref_bitcast", &[mem], ty, &[])
+    }
+
     /// `tpu.enqueue_dma` of a local copy signalling `sem` (version 11
     /// segments: source, source semaphore, target, target semaphore, device
     /// id, core id).

@@ -159,6 +159,10 @@ pub enum Space {
 pub enum RefOrigin {
     Operand(usize),
     Scratch(usize),
+    /// A view (`k.reshape(..)`, `k.bitcast(T)`) of the operand or scratch
+    /// ref of slot N: the same memory (offset and shadow), seen with this
+    /// slot's shape and dtype. The host gives it nothing of its own.
+    View(usize),
 }
 
 /// Where one ref of the kernel lives.

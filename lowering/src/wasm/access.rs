@@ -7,7 +7,7 @@
 //! it from the array).
 
 use super::plan::{GroupKind, Plan};
-use pk_lang::ir::{BlockId, Func, Kernel, OpKind, RefId, RefView, Slice, Space, Start};
+use pk_lang::ir::{BlockId, Func, Kernel, OpKind, RefId, RefOrigin, RefView, Slice, Space, Start};
 
 /// Per ref, in declaration order.
 pub(crate) struct Access {
@@ -23,17 +23,27 @@ pub(crate) fn analyse(k: &Kernel) -> Access {
     let f = &k.body;
     let n = k.refs.iter().count();
     let mut written = vec![false; n];
+    // A write through a view writes the memory of its root, and so every
+    // view of that root.
     for (_, op) in f.ops.iter() {
         match &op.kind {
-            OpKind::Store(v, _, _) => written[v.target.index()] = true,
+            OpKind::Store(v, _, _) => written[k.root(v.target).index()] = true,
             OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
-                written[dst.target.index()] = true;
+                written[k.root(dst.target).index()] = true;
             }
             _ => {}
         }
     }
+    for (r, _) in k.refs.iter() {
+        written[r.index()] = written[k.root(r).index()];
+    }
     let mut filled_first = vec![false; n];
     for (r, _) in k.refs.iter() {
+        // Memory seen through views is not tracked here: it is poisoned
+        // and copied as if read before written.
+        if aliased(k, r) {
+            continue;
+        }
         // A ref that no op touches is (vacuously) never read unwritten.
         let mut filled = true;
         for &op in &f.entry_block().ops {
@@ -67,7 +77,7 @@ pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
     let mut only: Vec<bool> = k
         .refs
         .iter()
-        .map(|(_, r)| r.ty.space == Space::Vmem)
+        .map(|(id, r)| r.ty.space == Space::Vmem && !aliased(k, id))
         .collect();
     for (_, op) in f.ops.iter() {
         let view = match &op.kind {
@@ -101,6 +111,14 @@ pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
         }
     }
     only
+}
+
+/// Whether `r` is a view or has views: its memory is reached by more than
+/// one ref.
+fn aliased(k: &Kernel, r: RefId) -> bool {
+    k.refs
+        .iter()
+        .any(|(id, d)| id == r && matches!(d.origin, RefOrigin::View(_)) || id != r && k.root(id) == r)
 }
 
 /// Whether a view is the whole ref.

@@ -47,12 +47,13 @@ pub(crate) fn refs(
         ..Layout::default()
     };
     let mut cursor = align(u64::from(ALIGN + args_bytes));
-    for (_, r) in k.refs.iter() {
+    for (id, r) in k.refs.iter() {
         slots.push(RefSlot {
             name: r.name.clone(),
             origin: match r.origin {
                 IrOrigin::Operand(i) => RefOrigin::Operand(i),
                 IrOrigin::Scratch(i) => RefOrigin::Scratch(i),
+                IrOrigin::View(_) => RefOrigin::View(k.root(id).index()),
             },
             space: space(r.ty.space),
             dtype: r.ty.dtype.name().to_string(),
@@ -68,7 +69,7 @@ pub(crate) fn refs(
     let mut place = |want: &dyn Fn(Space) -> bool, cursor: &mut u64| -> u64 {
         let begin = *cursor;
         for (i, (_, r)) in k.refs.iter().enumerate() {
-            if !want(r.ty.space) {
+            if !want(r.ty.space) || matches!(r.origin, IrOrigin::View(_)) {
                 continue;
             }
             let bytes = r.ty.bytes().unwrap_or(0);
@@ -88,6 +89,7 @@ pub(crate) fn refs(
     let vmem = place(&|s| s == Space::Vmem, &mut cursor);
     layout.vmem_bytes = vmem as u32;
     layout.temps_offset = cursor as u32;
+    share_with_views(&mut slots);
     check_budget(k, target)?;
     if cursor > u64::from(u32::MAX) / 2 {
         return Err(Error::MemoryExceeded {
@@ -98,6 +100,19 @@ pub(crate) fn refs(
         });
     }
     Ok((slots, layout))
+}
+
+/// Gives every view the memory (and, once placed, the shadow map) of the
+/// ref it is a view of.
+fn share_with_views(slots: &mut [RefSlot]) {
+    for i in 0..slots.len() {
+        if let RefOrigin::View(root) = slots[i].origin {
+            let (offset, shadow) = (slots[root].offset, slots[root].shadow);
+            slots[i].offset = offset;
+            slots[i].shadow = shadow;
+            slots[i].bytes = slots[root].bytes;
+        }
+    }
 }
 
 /// The chip's budget: SMEM refs within SMEM, and VMEM refs (blocks
@@ -167,7 +182,10 @@ pub(crate) fn finish(
     layout.shadow_offset = cursor as u32;
     if check_uninit {
         for s in slots.iter_mut() {
-            if s.offset.is_none() || s.space == abi::Space::Semaphore {
+            if s.offset.is_none()
+                || s.space == abi::Space::Semaphore
+                || matches!(s.origin, RefOrigin::View(_))
+            {
                 continue;
             }
             let elems: u64 = s.shape.iter().product();
@@ -175,6 +193,7 @@ pub(crate) fn finish(
             cursor = align(cursor + elems + u64::from(SLACK));
         }
     }
+    share_with_views(slots);
     layout.shadow_bytes = (cursor - u64::from(layout.shadow_offset)) as u32;
     layout.memory_bytes = cursor.div_ceil(PAGE) * PAGE;
     let overhead = u64::from(layout.smem_offset) + u64::from(layout.shadow_bytes);

@@ -338,8 +338,9 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
             OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => dst.target,
             _ => continue,
         };
+        // Keyed by the memory written, which views share.
         writes
-            .entry(target.index())
+            .entry(k.root(target).index())
             .or_default()
             .push(num.start[id.index()]);
     }
@@ -372,7 +373,7 @@ pub(crate) fn plan(k: &Kernel, view_of: &dyn Fn(&RefView, bool) -> Option<GroupK
         };
         let g = &plan.groups[gi];
         let clash = writes
-            .get(&view.target.index())
+            .get(&k.root(view.target).index())
             .is_some_and(|ws| ws.iter().any(|&w| w > g.start && w <= g.end));
         if !clash {
             plan.groups[gi].kind = kind;

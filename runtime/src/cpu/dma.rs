@@ -130,9 +130,22 @@ fn resolve(
         }
         start.push(v as u64);
     }
-    let at = match (slot.offset, slot.origin) {
+    // A view (a reshape or a same-width bitcast; the lowering refuses DMAs
+    // through views between widths) is the memory of its root, row-major.
+    let origin = match slot.origin {
+        RefOrigin::View(root) => m
+            .refs
+            .get(root)
+            .map(|r| r.origin)
+            .ok_or_else(|| Error::Internal(format!("view `{}` of a missing ref", slot.name)))?,
+        o => o,
+    };
+    let at = match (slot.offset, origin) {
         (Some(o), _) => Where::Mem(o as usize),
         (None, RefOrigin::Operand(i)) => Where::Host(host.buffers.of_operand[i]),
+        (None, RefOrigin::View(_)) => {
+            return Err(Error::Internal(format!("view `{}` of a view", slot.name)))
+        }
         (None, RefOrigin::Scratch(_)) => {
             return Err(Error::Unsupported {
                 message: format!(

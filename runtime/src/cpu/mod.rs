@@ -226,6 +226,20 @@ impl CpuKernel {
         {
             return Err(Error::Manifest("inconsistent grid or operand table".into()));
         }
+        // A view's memory is that of an earlier ref that is not a view.
+        for (i, r) in manifest.refs.iter().enumerate() {
+            if let abi::RefOrigin::View(root) = r.origin {
+                let ok = root < i
+                    && !matches!(manifest.refs[root].origin, abi::RefOrigin::View(_))
+                    && manifest.refs[root].offset == r.offset;
+                if !ok {
+                    return Err(Error::Manifest(format!(
+                        "ref `{}` is a view of no ref before it",
+                        r.name
+                    )));
+                }
+            }
+        }
         // Every later size computation may rely on an operand's byte count
         // fitting in a u64.
         for (o, d) in manifest.operands.iter().zip(&dtypes) {
@@ -561,8 +575,12 @@ impl CpuKernel {
             }
         }
         for d in &m.dmas {
-            if let Some(abi::RefOrigin::Operand(i)) = m.refs.get(d.dst.ref_index).map(|r| r.origin)
-            {
+            let origin = |r: usize| m.refs.get(r).map(|r| r.origin);
+            let dst = match origin(d.dst.ref_index) {
+                Some(abi::RefOrigin::View(root)) => origin(root),
+                o => o,
+            };
+            if let Some(abi::RefOrigin::Operand(i)) = dst {
                 if let Some(w) = written.get_mut(i) {
                     *w = true;
                 }

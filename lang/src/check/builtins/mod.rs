@@ -383,7 +383,7 @@ impl Builder<'_, '_> {
     }
 
     /// A dtype argument.
-    fn dtype_arg(&mut self, e: &Expr) -> Option<DType> {
+    pub(in crate::check) fn dtype_arg(&mut self, e: &Expr) -> Option<DType> {
         if let ast::ExprKind::Name(p) = &e.kind {
             if p.segments.len() == 1 && DType::from_name(&p.segments[0].name).is_none() {
                 let v = self.expr(e);

@@ -47,6 +47,10 @@ fn strides(shape: &[u64]) -> Vec<u64> {
 /// Whether a load of this window can be read in place (see `plan`).
 pub(crate) fn view_kind(k: &Kernel, v: &RefView, all_dot: bool) -> Option<GroupKind> {
     let r = k.refs.get(v.target)?;
+    // A view between widths has no row-major window to read in place.
+    if k.is_packed_view(v.target) {
+        return None;
+    }
     // Tiles are 32-bit lanes, so only 32-bit refs can stand in for one;
     // the MXU also reads bf16 refs as they are stored.
     let lanes = matches!(r.ty.dtype, DType::F32 | DType::I32 | DType::Bool);
@@ -474,6 +478,9 @@ impl Em<'_, '_> {
     }
 
     pub(super) fn load(&mut self, v: &RefView, r: Value) -> Result<(), Error> {
+        if self.k.is_packed_view(v.target) {
+            return self.packed(v, r, true);
+        }
         let w = self.window(v, "load")?;
         if self.check_uninit {
             if let Some(sh) = w.shadow {
@@ -497,6 +504,9 @@ impl Em<'_, '_> {
     }
 
     pub(super) fn store(&mut self, v: &RefView, x: Value) -> Result<(), Error> {
+        if self.k.is_packed_view(v.target) {
+            return self.packed(v, x, false);
+        }
         let w = self.window(v, "store")?;
         if self.f.ty(x).is_scalar() {
             let off = self.base(w.base, None);
@@ -557,6 +567,12 @@ impl Em<'_, '_> {
         sem: &RefView,
         start: bool,
     ) -> Result<(), Error> {
+        if let Some(v) = [src, dst].into_iter().find(|v| self.k.is_packed_view(v.target)) {
+            let name = &self.k.refs[v.target].name;
+            return Err(self.unsupported(format!(
+                "a DMA through `{name}`, a view between widths (copy the ref it views)"
+            )));
+        }
         let (sn, dn) = (
             self.k.refs[src.target].name.clone(),
             self.k.refs[dst.target].name.clone(),
@@ -734,14 +750,19 @@ impl Em<'_, '_> {
         let writes_target = block.ops[from + 1..to]
             .iter()
             .any(|&o| match &f.ops[o].kind {
-                OpKind::Store(w, _, _) => w.target == view.target,
+                OpKind::Store(w, _, _) => self.same_memory(w.target, view.target),
                 OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
-                    dst.target == view.target
+                    self.same_memory(dst.target, view.target)
                 }
                 OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
                 _ => false,
             });
         (!writes_target).then_some(([load, add, store], base))
+    }
+
+    /// Whether two refs are (views of) the same memory.
+    fn same_memory(&self, a: RefId, b: RefId) -> bool {
+        self.k.root(a) == self.k.root(b)
     }
 
     /// The address of a view that is the whole of a VMEM ref.
@@ -761,7 +782,7 @@ impl Em<'_, '_> {
     fn loads_of(&self, v: Value, r: RefId) -> bool {
         match self.f.values[v].def {
             ValueDef::Result(o, _) => {
-                matches!(&self.f.ops[o].kind, OpKind::Load(w) if w.target == r)
+                matches!(&self.f.ops[o].kind, OpKind::Load(w) if self.same_memory(w.target, r))
             }
             ValueDef::Param(..) => false,
         }
@@ -812,9 +833,9 @@ impl Em<'_, '_> {
         let touches = block.ops[from + 1..to]
             .iter()
             .any(|&o| match &f.ops[o].kind {
-                OpKind::Load(w) | OpKind::Store(w, _, _) => w.target == target,
+                OpKind::Load(w) | OpKind::Store(w, _, _) => self.same_memory(w.target, target),
                 OpKind::DmaStart { src, dst, .. } | OpKind::DmaWait { src, dst, .. } => {
-                    src.target == target || dst.target == target
+                    self.same_memory(src.target, target) || self.same_memory(dst.target, target)
                 }
                 OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
                 _ => false,

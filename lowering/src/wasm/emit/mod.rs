@@ -10,6 +10,7 @@ mod elementwise;
 pub(crate) mod fuse;
 mod masked;
 mod memory;
+mod packed;
 mod shape;
 
 pub(crate) use memory::view_kind;
