@@ -68,7 +68,7 @@ def test_every_kernel_entry_is_an_op() -> None:
     # Kernels still called through `pk.jax.kernel` (docs/python.md says so);
     # an entry added to kernels/ must be listed here or get an op.
     pending = {
-        "tgmm", "splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv",
+        "splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv",
         "paged_attention", "ragged_paged_attention", "qmatmul_w8a8", "qmatmul_fp8",
     }
     assert sorted(entries - covered - pending - set(pk.ops.__all__)) == []
@@ -391,3 +391,65 @@ def test_gmm_values_and_gradients(rng, sizes) -> None:
         return jnp.einsum("mk,mg,gkn->mn", a, hot.astype(jnp.float32), b, precision=HI)
 
     check_grads(lambda a, b: pk.ops.gmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 1e-5)
+
+
+def group_loop(f, sizes):
+    """`f(g, lo, hi)` for each group's row range, a loop over the groups
+    with static offsets (no ragged_dot, no one-hot tricks)."""
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    return [f(g, off[g], off[g + 1]) for g in range(len(sizes))]
+
+
+# Sizes with an empty group inside, empty groups at both ends and rows past
+# the last group (48 rows).
+@pytest.mark.parametrize("sizes", [[20, 0, 28], [0, 30, 0, 10]])
+def test_tgmm_values_and_gradients(rng, sizes) -> None:
+    m, k, n = 48, 64, 128
+    lhs = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    rhs = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    gs = np.array(sizes, np.int32)
+    want = np.stack(group_loop(lambda g, lo, hi: lhs[lo:hi].astype(np.float64).T @ rhs[lo:hi], sizes))
+    got = jax.jit(lambda a, b, s: pk.ops.tgmm(a, b, s, tm=16))(lhs, rhs, gs)
+    assert got.shape == (len(sizes), k, n) and got.dtype == jnp.float32
+    close(got, want, 1e-5)
+    assert (np.asarray(got)[gs == 0] == 0).all()
+
+    def ref(a, b):
+        return jnp.stack(group_loop(lambda g, lo, hi: jnp.dot(a[lo:hi].T, b[lo:hi], precision=HI), sizes))
+
+    check_grads(lambda a, b: pk.ops.tgmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 1e-5)
+
+
+def test_gmm_gradient_is_pk_kernels_only(rng) -> None:
+    """gmm's backward is the gmm kernel on the weights read transposed
+    and the tgmm kernel: the TPU lowering of its gradient holds those two
+    custom calls (the forward's output is not needed, so no forward call)
+    and no dot of XLA's."""
+    lhs = jax.ShapeDtypeStruct((64, 128), jnp.bfloat16)
+    rhs = jax.ShapeDtypeStruct((4, 128, 256), jnp.bfloat16)
+    sizes = jax.ShapeDtypeStruct((4,), jnp.int32)
+
+    def loss(a, b, s):
+        return jnp.sum(pk.ops.gmm(a, b, s, tm=16))
+
+    text = jax.jit(jax.grad(loss, argnums=(0, 1))).trace(lhs, rhs, sizes).lower(
+        lowering_platforms=("tpu",)
+    ).as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 2
+    assert text.count('kernel_name = "gmm"') == 1 and text.count('kernel_name = "tgmm"') == 1
+    assert "stablehlo.dot_general" not in text
+
+
+@pytest.mark.parametrize("sizes", [[0, 48, 0], [7, 9, 32]])
+def test_gmm_bf16_gradients_against_a_group_loop(rng, sizes) -> None:
+    m, k, n = 48, 128, 256
+    lhs = rng.uniform(-1, 1, (m, k)).astype(BF16)
+    rhs = rng.uniform(-1, 1, (len(sizes), k, n)).astype(BF16)
+    gs = np.array(sizes, np.int32)
+
+    def ref(a, b):
+        rows = group_loop(lambda g, lo, hi: jnp.dot(a[lo:hi], b[g], precision=HI, preferred_element_type=jnp.float32), sizes)
+        return jnp.concatenate(rows)
+
+    check_grads(lambda a, b: pk.ops.gmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 2e-2)
+
