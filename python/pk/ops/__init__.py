@@ -31,6 +31,7 @@ _FAMILIES = (
     "_norms",
     "_rope",
     "_softmax",
+    "_splash",
     "_xent",
 )
 
