@@ -29,6 +29,8 @@ _FAMILIES = (
     "_gmm",
     "_matmul",
     "_norms",
+    "_paged_attention",
+    "_ragged_paged_attention",
     "_rope",
     "_softmax",
     "_splash",
