@@ -1,18 +1,23 @@
 """pk.ops's inference kernels, forward only: paged and ragged paged
 attention against a numpy float64 reference that gathers each sequence's
-keys and values through its page table. Page slots that hold no token are
+keys and values through its page table, and the quantized matmuls against
+numpy's integer and float64 products. Page slots that hold no token are
 NaN, so a kernel that reads one fails instead of passing by luck."""
 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
 
+import pk
 import pk.ops
+from conftest import pkc
 
 BF16 = ml_dtypes.bfloat16
+F8 = ml_dtypes.float8_e4m3fn
 
 
 def close(got, want, tol: float) -> None:
@@ -173,3 +178,81 @@ def test_ragged_paged_attention_default_blocks_and_int8_pages(rng) -> None:
         for hh in range(h):
             want[cu[s] : cu[s + 1], hh] = attend(q[cu[s] : cu[s + 1], hh].astype(np.float64), k, v, d**-0.5, 0.0, keep)
     close(got, want, 1e-5)
+
+
+@pytest.mark.parametrize(
+    "m,k,n,out,blocks",
+    [(40, 256, 256, np.float32, dict(bm=32, bn=128, bk=128)), (64, 384, 128, BF16, {})],
+    ids=["f32-ragged-m-blocks", "bf16-default-blocks"],
+)
+def test_qmatmul_w8a8_against_integer_product(rng, m, k, n, out, blocks) -> None:
+    x = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    w = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    xs = rng.uniform(0.001, 0.02, m).astype(np.float32)
+    ws = rng.uniform(0.001, 0.02, n).astype(np.float32)
+    got = jax.jit(lambda *a: pk.ops.qmatmul_w8a8(*a, out_dtype=out, **blocks))(x, xs, w, ws)
+    assert got.shape == (m, n) and got.dtype == out
+    acc = x.astype(np.int64) @ w.astype(np.int64)  # exact
+    want = acc * xs[:, None].astype(np.float64) * ws[None, :].astype(np.float64)
+    close(got, want, 1e-6 if out == np.float32 else 8e-3)
+
+
+def fp8_operands(rng, m, k, n):
+    x = rng.uniform(-4, 4, (m, k)).astype(F8)
+    w = rng.uniform(-4, 4, (k, n)).astype(F8)
+    xs = rng.uniform(0.5, 2, (m, k // 128)).astype(np.float32)
+    ws = rng.uniform(0.5, 2, (k // 128, n // 128)).astype(np.float32)
+    return x, xs, w, ws
+
+
+def test_qmatmul_fp8_block_scales_with_bf16_storage_on_cpu(rng) -> None:
+    """The CPU reference has no fp8, but bf16 holds every e4m3 value
+    exactly: the same numbers with bf16 storage check the scale layouts
+    against numpy's block-by-block product."""
+    m, k, n = 40, 384, 256
+    x, xs, w, ws = fp8_operands(rng, m, k, n)
+    got = jax.jit(lambda *a: pk.ops.qmatmul_fp8(*a, out_dtype=jnp.float32, bk=128))(
+        x.astype(BF16), xs, w.astype(BF16), ws
+    )
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    want = np.zeros((m, n))
+    for c in range(k // 128):
+        for j in range(n // 128):
+            ks, js = slice(c * 128, (c + 1) * 128), slice(j * 128, (j + 1) * 128)
+            want[:, js] += (xd[:, ks] @ wd[ks, js]) * xs[:, c : c + 1] * ws[c, j]
+    close(got, want, 1e-5)
+
+
+def test_qmatmul_fp8_on_cpu_is_the_coded_error_of_pkc_run(rng, tmp_path) -> None:
+    x, xs, w, ws = fp8_operands(rng, 32, 128, 128)
+    with pytest.raises(pk.PkError) as e:
+        jax.jit(pk.ops.qmatmul_fp8)(x, xs, w, ws)
+    assert e.value.code == "PK1021", str(e.value)
+    said = str(e.value)
+    assert "f8e4m3fn refs is not supported by the CPU reference" in said
+    # `pkc run` of the same kernel says the same, at the same operation.
+    p = pkc("run", "kernels/qmatmul.pk", "-k", "qmatmul_fp8", "-p", "M=32", "-p", "K=128",
+            "-p", "N=128", "-p", "bm=32", "-p", "bn=128", "-p", "bk=128", check=False)  # fmt: skip
+    assert p.returncode == 1
+    assert "PK1021" in p.stderr, p.stderr
+
+    def what(text: str) -> tuple[str, str]:
+        """The message and `qmatmul.pk:LINE:COL` (the directories differ)."""
+        line = next(l for l in text.splitlines() if "not supported" in l)
+        message, at = line.split("×")[-1].strip().rsplit(" at ", 1)
+        return message, at.rsplit("/", 1)[-1]
+
+    assert what(said) == what(p.stderr)
+
+
+def test_qmatmul_fp8_lowers_to_the_tpu_custom_call() -> None:
+    args = (
+        jax.ShapeDtypeStruct((256, 512), jnp.float8_e4m3fn),
+        jax.ShapeDtypeStruct((256, 4), jnp.float32),
+        jax.ShapeDtypeStruct((512, 256), jnp.float8_e4m3fn),
+        jax.ShapeDtypeStruct((4, 2), jnp.float32),
+    )
+    text = jax.jit(pk.ops.qmatmul_fp8).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 1
+    assert 'kernel_name = "qmatmul_fp8"' in text
+    assert "f8E4M3FN" in text

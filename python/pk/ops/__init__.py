@@ -30,6 +30,7 @@ _FAMILIES = (
     "_matmul",
     "_norms",
     "_paged_attention",
+    "_qmatmul",
     "_ragged_paged_attention",
     "_rope",
     "_softmax",
