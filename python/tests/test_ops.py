@@ -422,7 +422,7 @@ def test_gmm_gradient_is_pk_kernels_only(rng) -> None:
     """gmm's backward is the gmm kernel on the weights read transposed
     and the tgmm kernel: the TPU lowering of its gradient holds those two
     custom calls (the forward's output is not needed, so no forward call)
-    and no dot of XLA's."""
+    and no dot of XLA's; libtpu compiles it."""
     lhs = jax.ShapeDtypeStruct((64, 128), jnp.bfloat16)
     rhs = jax.ShapeDtypeStruct((4, 128, 256), jnp.bfloat16)
     sizes = jax.ShapeDtypeStruct((4,), jnp.int32)
@@ -430,12 +430,14 @@ def test_gmm_gradient_is_pk_kernels_only(rng) -> None:
     def loss(a, b, s):
         return jnp.sum(pk.ops.gmm(a, b, s, tm=16))
 
-    text = jax.jit(jax.grad(loss, argnums=(0, 1))).trace(lhs, rhs, sizes).lower(
+    lowered = jax.jit(jax.grad(loss, argnums=(0, 1))).trace(lhs, rhs, sizes).lower(
         lowering_platforms=("tpu",)
-    ).as_text()
+    )
+    text = lowered.as_text()
     assert text.count("stablehlo.custom_call @tpu_custom_call") == 2
     assert text.count('kernel_name = "gmm"') == 1 and text.count('kernel_name = "tgmm"') == 1
     assert "stablehlo.dot_general" not in text
+    assert pk.aot_compile(lowered, "v5e")["generated_code_bytes"] > 0
 
 
 @pytest.mark.parametrize("sizes", [[0, 48, 0], [7, 9, 32]])
@@ -533,6 +535,8 @@ def test_splash_attention_bad_mask_is_a_coded_error() -> None:
 
 
 def test_splash_attention_exports_forward_and_backward_for_tpu() -> None:
+    """The gradient lowers to the three splash kernels' custom calls, and
+    libtpu compiles it."""
     spec = jax.ShapeDtypeStruct((1, 2, 256, 128), jnp.bfloat16)
 
     def loss(q, k, v):
@@ -545,3 +549,4 @@ def test_splash_attention_exports_forward_and_backward_for_tpu() -> None:
     assert text.count("stablehlo.custom_call @tpu_custom_call") == 3
     for name in ("splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv"):
         assert f'kernel_name = "{name}"' in text
+    assert pk.aot_compile(lowered, "v5e")["generated_code_bytes"] > 0

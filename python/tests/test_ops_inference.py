@@ -2,7 +2,8 @@
 attention against a numpy float64 reference that gathers each sequence's
 keys and values through its page table, and the quantized matmuls against
 numpy's integer and float64 products. Page slots that hold no token are
-NaN, so a kernel that reads one fails instead of passing by luck."""
+NaN, so a kernel that reads one fails instead of passing by luck. Each
+op's TPU lowering (the only path of fp8) is compiled with libtpu."""
 
 from __future__ import annotations
 
@@ -245,14 +246,46 @@ def test_qmatmul_fp8_on_cpu_is_the_coded_error_of_pkc_run(rng, tmp_path) -> None
     assert what(said) == what(p.stderr)
 
 
-def test_qmatmul_fp8_lowers_to_the_tpu_custom_call() -> None:
+def test_qmatmul_fp8_lowers_and_compiles_for_tpu() -> None:
     args = (
         jax.ShapeDtypeStruct((256, 512), jnp.float8_e4m3fn),
         jax.ShapeDtypeStruct((256, 4), jnp.float32),
         jax.ShapeDtypeStruct((512, 256), jnp.float8_e4m3fn),
         jax.ShapeDtypeStruct((4, 2), jnp.float32),
     )
-    text = jax.jit(pk.ops.qmatmul_fp8).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
+    lowered = jax.jit(pk.ops.qmatmul_fp8).trace(*args).lower(lowering_platforms=("tpu",))
+    text = lowered.as_text()
     assert text.count("stablehlo.custom_call @tpu_custom_call") == 1
     assert 'kernel_name = "qmatmul_fp8"' in text
     assert "f8E4M3FN" in text
+    # libtpu compiles it for the generations with fp8.
+    for target in ("v5e", "v6e", "tpu7x"):
+        assert pk.aot_compile(lowered, target)["generated_code_bytes"] > 0, target
+
+
+def sds(shape, dtype=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+I32 = jnp.int32
+LOWERINGS = {
+    "paged_attention": (pk.ops.paged_attention, (
+        sds((8, 32, 128), jnp.bfloat16), sds((8, 256, 16, 128), jnp.bfloat16),
+        sds((8, 256, 16, 128), jnp.bfloat16), sds((8,), I32), sds((8, 32), I32))),
+    "ragged_paged_attention": (pk.ops.ragged_paged_attention, (
+        sds((128, 32, 128), jnp.bfloat16), sds((8, 256, 16, 128), jnp.bfloat16),
+        sds((8, 256, 16, 128), jnp.bfloat16), sds((16,), I32), sds((16, 32), I32),
+        sds((17,), I32), sds((1,), I32))),
+    "qmatmul_w8a8": (pk.ops.qmatmul_w8a8, (
+        sds((256, 1024), jnp.int8), sds((256,)), sds((1024, 512), jnp.int8), sds((512,)))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(LOWERINGS))
+def test_inference_ops_lower_and_compile_for_tpu(name) -> None:
+    f, args = LOWERINGS[name]
+    lowered = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",))
+    text = lowered.as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 1
+    assert f'kernel_name = "{name}"' in text
+    assert pk.aot_compile(lowered, "v5e")["generated_code_bytes"] > 0
