@@ -51,13 +51,15 @@ def ragged_paged_attention(
     ``page_size`` is a multiple of 8 (16 for 16-bit pages). int8 or fp8
     pages need the per-tensor scales ``k_scale`` and ``v_scale`` (the key
     is ``k_pages * k_scale``). ``sm_scale`` defaults to ``1 / sqrt(D)``;
-    ``soft_cap > 0`` caps the scores. ``block_q`` query tokens (default
-    32, a multiple of 8, 16 for bf16 queries) and
-    ``pages_per_compute_block`` pages (default up to 8) make one step.
+    ``soft_cap > 0`` caps the scores. ``block_q`` query tokens (a multiple
+    of the kernel's chunk, 8 tokens for f32 queries and 16 for bf16;
+    default 32, or for a shorter batch ``TQ`` rounded down to whole chunks)
+    and ``pages_per_compute_block`` pages (default up to 8) make one step.
     """
     tq, h, d = q.shape
     kh = k_pages.shape[0]
     s, pages_per_seq = page_indices.shape
+    # The kernel's `bc = 8 * packing(T)`: whole sublane tiles of q.
     chunk = 8 * (4 // jnp.dtype(q.dtype).itemsize)
     k = _base.kernel(
         "ragged_paged_attention.pk",

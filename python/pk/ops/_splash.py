@@ -59,7 +59,8 @@ def _mask_info(mask: Any, bq: int, bk: int, sq: int, skv: int, shrink: bool) -> 
 
 
 def _forward(cfg: _Config, q: Any, k: Any, v: Any, info: tuple[Any, ...]) -> tuple[Any, Any]:
-    fwd, _, blocks = info[:3], info[3:6], info[6]
+    # `info` is the arrays in the order of `_FWD + _DKV + ("mask_blocks",)`.
+    fwd, blocks = info[:3], info[6]
     return _base.kernel("splash.pk", "splash_attention", **cfg.params())(*fwd, q, k, v, blocks)
 
 
