@@ -83,8 +83,8 @@ _call_p.def_abstract_eval(_abstract_eval)
 
 
 def _cpu_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, kernel: _pk.Kernel) -> Any:
-    if not kernel.has_cpu_reference:
-        raise PkError(f"error: `{kernel.name}` has no CPU reference, so it cannot run on CPU")
+    # A kernel without a CPU reference raises what `pkc run` says of it.
+    kernel.check_cpu()
     aliases = {i: o for i, o in kernel.aliases}
     rule = jax.ffi.ffi_lowering(FFI_TARGET, operand_output_aliases=aliases or None)
     return rule(ctx, *args, kernel_id=np.int64(kernel.ffi_id))

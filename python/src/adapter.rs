@@ -10,11 +10,13 @@ use std::sync::Arc;
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 use pk_lang::diag::RenderStyle;
 use pk_lang::ir::{self, DType};
+use pk_lang::span::SourceMap;
 use pk_lang::Failure;
+use pk_lowering::wasm;
 use pk_runtime::bind::{self, ArgSig, OperandSig};
-use pk_runtime::cpu::{CpuKernel, HostArray, RunOptions};
-use pk_runtime::package::build::{build_file, BuildOptions};
-use pk_runtime::package::{OperandRole, Package};
+use pk_runtime::cpu::{CpuKernel, Error as CpuError, HostArray, RunOptions};
+use pk_runtime::package::build::{build_file, lang_target, BuildOptions};
+use pk_runtime::package::{OperandRole, Package, PackageError};
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 
 /// A pk error rendered for a person: the diagnostic's text, carets and
@@ -68,8 +70,10 @@ pub struct Built {
     /// The module `pkc build` writes: one `tpu_custom_call`.
     pub stablehlo: String,
     pub cpu: Option<Arc<CpuKernel>>,
-    /// Why there is no CPU reference, when there is none.
-    pub no_cpu_reason: Option<String>,
+    /// The error running it on CPU is, when it has no CPU reference: what
+    /// `pkc run` reports for the same source (`PK1021`, at the operation
+    /// the CPU reference lacks) or package (`PK3012`).
+    pub no_cpu: Option<Rendered>,
     /// Where a kernel built from source came from (none for a package).
     pub origin: Option<Origin>,
 }
@@ -124,11 +128,6 @@ pub fn build_source(
             )))
         }
     };
-    let no_cpu_reason = built
-        .warnings
-        .iter()
-        .find(|d| d.code.code == "PK3012")
-        .map(|d| d.message.clone());
     let sig = |o: &ir::Operand| OperandSig {
         name: o.name.clone(),
         dtype: o.dtype.name().to_string(),
@@ -147,11 +146,17 @@ pub fn build_source(
             Some((input_pos.iter().position(|&i| i == a)?, r))
         })
         .collect();
-    let cpu = match &k.package.cpu_reference {
-        Some((wasm, m)) => Some(Arc::new(
-            CpuKernel::new(wasm, m.clone(), false).map_err(|e| Rendered::diagnostic(&e))?,
-        )),
-        None => None,
+    let (cpu, no_cpu) = match &k.package.cpu_reference {
+        Some((wasm, m)) => (
+            Some(Arc::new(
+                CpuKernel::new(wasm, m.clone(), false).map_err(|e| Rendered::diagnostic(&e))?,
+            )),
+            None,
+        ),
+        None => (
+            None,
+            Some(no_cpu_reference(&k.kernel, &built.sources, targets)),
+        ),
     };
     Ok(Built {
         name: k.kernel.name.clone(),
@@ -161,12 +166,36 @@ pub fn build_source(
         aliases,
         stablehlo: k.package.stablehlo().to_string(),
         cpu,
-        no_cpu_reason,
+        no_cpu,
         origin: Some(Origin {
             text,
             targets: targets.to_vec(),
         }),
     })
+}
+
+/// The error of running `b` on CPU when it has no CPU reference.
+pub fn no_cpu(b: &Built) -> Rendered {
+    b.no_cpu
+        .clone()
+        .unwrap_or_else(|| Rendered::plain(format!("error: `{}` has no CPU reference", b.name)))
+}
+
+/// Why `kernel` has no CPU reference, as `pkc run` of its source says it:
+/// the CPU lowering's error (`PK1021` at the operation it lacks), which
+/// `pkc build` only keeps as the message of its `PK3012` warning.
+fn no_cpu_reference(kernel: &ir::Kernel, sources: &SourceMap, targets: &[TpuTarget]) -> Rendered {
+    let opts = wasm::Options {
+        target: lang_target(targets.first().copied().unwrap_or(TpuTarget::V5e)),
+        check_uninit: false,
+    };
+    match wasm::lower(kernel, sources, &opts) {
+        Err(e) => Rendered::diagnostic(&CpuError::from_lowering(&e, sources)),
+        Ok(_) => Rendered::plain(format!(
+            "error: `{}` was built without a CPU reference",
+            kernel.name
+        )),
+    }
 }
 
 /// The kernel `b` batched over a leading grid axis of `size` steps (see
@@ -242,9 +271,12 @@ pub fn open_package(dir: &Path) -> Result<Built, Rendered> {
         outputs: outputs_m.into_iter().map(sig).collect(),
         aliases,
         stablehlo: p.stablehlo().to_string(),
-        no_cpu_reason: cpu
-            .is_none()
-            .then(|| "the package has no kernel.wasm".to_string()),
+        no_cpu: cpu.is_none().then(|| {
+            Rendered::diagnostic(&PackageError::NoCpuReference {
+                dir: dir.display().to_string(),
+                kernel: m.kernel.clone(),
+            })
+        }),
         cpu,
         origin: None,
     })

@@ -267,11 +267,7 @@ unsafe fn call(frame: &mut CallFrame) -> CallResult {
         )
     })?;
     let Some(kernel) = built.cpu.as_ref() else {
-        return Err(invalid(Rendered::plain(format!(
-            "error: `{}` has no CPU reference: {}",
-            built.name,
-            built.no_cpu_reason.as_deref().unwrap_or("unknown reason")
-        ))));
+        return Err(invalid(adapter::no_cpu(&built)));
     };
     // SAFETY: the argument and result lists are valid for the call.
     let args = unsafe { buffers(&frame.args, &built.inputs, "argument") }?;

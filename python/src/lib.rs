@@ -96,6 +96,16 @@ impl Kernel {
         self.built.cpu.is_some()
     }
 
+    /// Raises the error of running the kernel on CPU when it has no CPU
+    /// reference: `pkc run`'s (`PK1021` at the operation the CPU
+    /// reference lacks, `PK3012` for a package built without one).
+    fn check_cpu(&self, py: Python<'_>) -> PyResult<()> {
+        match self.built.cpu {
+            Some(_) => Ok(()),
+            None => Err(raise(py, adapter::no_cpu(&self.built))),
+        }
+    }
+
     /// The id the FFI handler knows this kernel by, in this process.
     #[getter]
     fn ffi_id(&self) -> i64 {
@@ -126,14 +136,7 @@ impl Kernel {
         inputs: Vec<PyBackedBytes>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let Some(k) = self.built.cpu.clone() else {
-            return Err(raise(
-                py,
-                Rendered::plain(format!(
-                    "error: `{}` has no CPU reference: {}",
-                    self.built.name,
-                    self.built.no_cpu_reason.as_deref().unwrap_or("unknown")
-                )),
-            ));
+            return Err(raise(py, adapter::no_cpu(&self.built)));
         };
         let mut arrays = Vec::new();
         for (data, o) in inputs.into_iter().zip(&self.built.inputs) {

@@ -62,15 +62,13 @@ def test_every_kernel_entry_is_an_op() -> None:
         entries |= set(re.findall(r"^kernel (\w+)", path.read_text(), re.M))
     # Backward and residual entries are reached through their forward op.
     covered = {
-        "flash_attention_bwd_dq", "flash_attention_bwd_dkv", "rms_norm_bwd",
-        "layer_norm_bwd", "rms_norm_residual", "layer_norm_residual", "xent_bwd",
+        "flash_attention_bwd_dq", "flash_attention_bwd_dkv", "splash_attention_bwd_dq",
+        "splash_attention_bwd_dkv", "rms_norm_bwd", "layer_norm_bwd", "rms_norm_residual",
+        "layer_norm_residual", "xent_bwd",
     }
-    # Kernels still called through `pk.jax.kernel` (docs/python.md says so);
-    # an entry added to kernels/ must be listed here or get an op.
-    pending = {
-        "tgmm", "splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv",
-        "paged_attention", "ragged_paged_attention", "qmatmul_w8a8", "qmatmul_fp8",
-    }
+    # Kernels still called through `pk.jax.kernel` (docs/python.md would
+    # say so); an entry added to kernels/ must be listed here or get an op.
+    pending: set[str] = set()
     assert sorted(entries - covered - pending - set(pk.ops.__all__)) == []
     assert sorted(pending & set(pk.ops.__all__)) == []
 
@@ -391,3 +389,164 @@ def test_gmm_values_and_gradients(rng, sizes) -> None:
         return jnp.einsum("mk,mg,gkn->mn", a, hot.astype(jnp.float32), b, precision=HI)
 
     check_grads(lambda a, b: pk.ops.gmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 1e-5)
+
+
+def group_loop(f, sizes):
+    """`f(g, lo, hi)` for each group's row range, a loop over the groups
+    with static offsets (no ragged_dot, no one-hot tricks)."""
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    return [f(g, off[g], off[g + 1]) for g in range(len(sizes))]
+
+
+# Sizes with an empty group inside, empty groups at both ends and rows past
+# the last group (48 rows).
+@pytest.mark.parametrize("sizes", [[20, 0, 28], [0, 30, 0, 10]])
+def test_tgmm_values_and_gradients(rng, sizes) -> None:
+    m, k, n = 48, 64, 128
+    lhs = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    rhs = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    gs = np.array(sizes, np.int32)
+    want = np.stack(group_loop(lambda g, lo, hi: lhs[lo:hi].astype(np.float64).T @ rhs[lo:hi], sizes))
+    got = jax.jit(lambda a, b, s: pk.ops.tgmm(a, b, s, tm=16))(lhs, rhs, gs)
+    assert got.shape == (len(sizes), k, n) and got.dtype == jnp.float32
+    close(got, want, 1e-5)
+    assert (np.asarray(got)[gs == 0] == 0).all()
+
+    def ref(a, b):
+        return jnp.stack(group_loop(lambda g, lo, hi: jnp.dot(a[lo:hi].T, b[lo:hi], precision=HI), sizes))
+
+    check_grads(lambda a, b: pk.ops.tgmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 1e-5)
+
+
+def test_gmm_gradient_is_pk_kernels_only(rng) -> None:
+    """gmm's backward is the gmm kernel on the weights read transposed
+    and the tgmm kernel: the TPU lowering of its gradient holds those two
+    custom calls (the forward's output is not needed, so no forward call)
+    and no dot of XLA's; libtpu compiles it."""
+    lhs = jax.ShapeDtypeStruct((64, 128), jnp.bfloat16)
+    rhs = jax.ShapeDtypeStruct((4, 128, 256), jnp.bfloat16)
+    sizes = jax.ShapeDtypeStruct((4,), jnp.int32)
+
+    def loss(a, b, s):
+        return jnp.sum(pk.ops.gmm(a, b, s, tm=16))
+
+    lowered = jax.jit(jax.grad(loss, argnums=(0, 1))).trace(lhs, rhs, sizes).lower(
+        lowering_platforms=("tpu",)
+    )
+    text = lowered.as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 2
+    assert text.count('kernel_name = "gmm"') == 1 and text.count('kernel_name = "tgmm"') == 1
+    assert "stablehlo.dot_general" not in text
+    assert pk.aot_compile(lowered, "v5e")["generated_code_bytes"] > 0
+
+
+@pytest.mark.parametrize("sizes", [[0, 48, 0], [7, 9, 32]])
+def test_gmm_bf16_gradients_against_a_group_loop(rng, sizes) -> None:
+    m, k, n = 48, 128, 256
+    lhs = rng.uniform(-1, 1, (m, k)).astype(BF16)
+    rhs = rng.uniform(-1, 1, (len(sizes), k, n)).astype(BF16)
+    gs = np.array(sizes, np.int32)
+
+    def ref(a, b):
+        rows = group_loop(lambda g, lo, hi: jnp.dot(a[lo:hi], b[g], precision=HI, preferred_element_type=jnp.float32), sizes)
+        return jnp.concatenate(rows)
+
+    check_grads(lambda a, b: pk.ops.gmm(a, b, gs, tm=16), ref, (lhs, rhs), (0, 1), 2e-2)
+
+
+def dense_mask(kind, sq, skv, arg=None):
+    """The `[sq, skv]` bool mask of a description, from its definition."""
+    r = np.arange(sq)[:, None]
+    c = np.arange(skv)[None, :]
+    if kind == "causal":
+        return c <= r
+    if kind == "local":
+        left, right = arg
+        return (c >= r - left) & (c <= r + right)
+    if kind == "full":
+        return np.ones((sq, skv), bool)
+    raise ValueError(kind)
+
+
+def ref_masked_attention(q, k, v, mask, sm_scale, soft_cap=0.0):
+    """Dense attention in f32 at HIGHEST precision under a `[S, SK]` mask,
+    k/v heads repeated for grouped-query attention."""
+    f32 = jnp.float32
+    rep = q.shape[1] // k.shape[1]
+    qf, kf, vf = q.astype(f32), jnp.repeat(k.astype(f32), rep, 1), jnp.repeat(v.astype(f32), rep, 1)
+    s = jnp.einsum("bhqd,bhkd->bhqk", qf, kf, precision=HI) * sm_scale
+    if soft_cap > 0:
+        s = soft_cap * jnp.tanh(s / soft_cap)
+    s = jnp.where(mask[None, None], s, -jnp.inf)
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), vf, precision=HI).astype(q.dtype)
+
+
+def random_mask(rng, sq, skv):
+    """A dense mask with no pattern, each query seeing at least one key."""
+    m = rng.random((sq, skv)) < 0.3
+    m[np.arange(sq), rng.integers(0, skv, sq)] = True
+    return m
+
+
+SPLASH_CASES = [
+    # (name, B, H, KH, S, SK, D, mask spec or "random", dense equivalent args, kwargs, dtype)
+    ("causal-gqa", 1, 2, 1, 256, 256, 32, "causal", ("causal",), dict(block_q=64, block_kv=128), np.float32),
+    ("local-shrunk", 1, 2, 2, 256, 256, 32, "local:48,16", ("local", (48, 16)),
+     dict(block_q=32, block_kv=128, shrink=True), np.float32),
+    ("full-sk-longer", 2, 2, 1, 64, 256, 32, "full", ("full",), dict(block_q=32), np.float32),
+    ("random-dense", 1, 1, 1, 128, 256, 32, "random", None, dict(block_q=32, block_kv=128), np.float32),
+    ("causal-softcap-bf16", 1, 2, 2, 256, 256, 64, "causal", ("causal",), dict(soft_cap=20.0), BF16),
+]
+
+
+@pytest.mark.parametrize("case", SPLASH_CASES, ids=lambda c: c[0])
+def test_splash_attention_forward_and_gradients(rng, case) -> None:
+    _, b, h, kh, s, sk, d, spec, dense_args, kw, dtype = case
+    q = rng.standard_normal((b, h, s, d)).astype(dtype)
+    k = rng.standard_normal((b, kh, sk, d)).astype(dtype)
+    v = rng.standard_normal((b, kh, sk, d)).astype(dtype)
+    if spec == "random":
+        mask = spec = random_mask(rng, s, sk)
+    else:
+        mask = dense_mask(dense_args[0], s, sk, *dense_args[1:])
+    scale = 1.0 / np.sqrt(d)
+
+    def f_pk(q, k, v):
+        return pk.ops.splash_attention(q, k, v, mask=spec, **kw)
+
+    def f_ref(q, k, v):
+        return ref_masked_attention(q, k, v, mask, scale, kw.get("soft_cap", 0.0))
+
+    tol = 1e-5 if dtype == np.float32 else 2e-2
+    close(jax.jit(f_pk)(q, k, v), f_ref(q, k, v), tol)
+    check_grads(f_pk, f_ref, (q, k, v), (0, 1, 2), 1e-4 if dtype == np.float32 else 3e-2)
+
+
+def test_splash_attention_bad_mask_is_a_coded_error() -> None:
+    q = np.zeros((1, 1, 64, 32), np.float32)
+    k = np.zeros((1, 1, 128, 32), np.float32)
+    # Queries 0..63 see no key of a window that lies wholly to their right.
+    with pytest.raises(pk.PkError) as e:
+        pk.ops.splash_attention(q, k, k, mask=np.zeros((64, 128), bool))
+    assert e.value.code == "PK5103"
+    with pytest.raises(pk.PkError) as e:
+        pk.ops.splash_attention(q, k, k, mask="window:3")
+    assert e.value.code == "PK5101"
+
+
+def test_splash_attention_exports_forward_and_backward_for_tpu() -> None:
+    """The gradient lowers to the three splash kernels' custom calls, and
+    libtpu compiles it."""
+    spec = jax.ShapeDtypeStruct((1, 2, 256, 128), jnp.bfloat16)
+
+    def loss(q, k, v):
+        return jnp.sum(pk.ops.splash_attention(q, k, v, mask="local:128,0").astype(jnp.float32))
+
+    lowered = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).trace(spec, spec, spec).lower(
+        lowering_platforms=("tpu",)
+    )
+    text = lowered.as_text()
+    assert text.count("stablehlo.custom_call @tpu_custom_call") == 3
+    for name in ("splash_attention", "splash_attention_bwd_dq", "splash_attention_bwd_dkv"):
+        assert f'kernel_name = "{name}"' in text
+    assert pk.aot_compile(lowered, "v5e")["generated_code_bytes"] > 0

@@ -4,10 +4,12 @@ Each op takes arrays positionally and the kernel's parameters as keyword
 arguments, with block sizes chosen from the shapes when not given; it runs
 the pk kernel through :mod:`pk.jax` (a Mosaic custom call on TPU, the CPU
 reference on CPU) and works under ``jax.jit``, ``jax.vmap`` and
-``jax.export``. Every op is differentiable (``jax.custom_vjp``): the
-flash attention, norm and cross-entropy gradients run pk's backward
-kernels, the matmul and rope gradients run the forward kernel again, and
-the others use the jnp derivative of the kernel's formula.
+``jax.export``. Every op of a training kernel is differentiable
+(``jax.custom_vjp``): the flash and splash attention, norm and
+cross-entropy gradients run pk's backward kernels, the matmul, grouped
+matmul and rope gradients run forward kernels again, and the others use
+the jnp derivative of the kernel's formula. The inference kernels (paged
+attention, quantized matmuls) are forward only.
 
 One private module per kernel file (``_flash.py`` for ``flash.pk``);
 adding a kernel is one module with an ``__all__`` and one line in
@@ -29,8 +31,12 @@ _FAMILIES = (
     "_gmm",
     "_matmul",
     "_norms",
+    "_paged_attention",
+    "_qmatmul",
+    "_ragged_paged_attention",
     "_rope",
     "_softmax",
+    "_splash",
     "_xent",
 )
 
