@@ -52,7 +52,9 @@ fn halves(a: &HostArray) -> Vec<u16> {
 /// `y`: step `i` writes twice rows `16i..16i+16`, so `y = 2x` row for row.
 #[test]
 fn reshape_views_read_and_write_row_major() {
-    let x: Vec<f32> = (0..4 * 16 * 128).map(|i| (i % 251) as f32 - 100.0).collect();
+    let x: Vec<f32> = (0..4 * 16 * 128)
+        .map(|i| (i % 251) as f32 - 100.0)
+        .collect();
     let input = HostArray::from_f32(&[4, 16, 128], &x);
     for out in runs("merged", &[input]) {
         let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
@@ -67,10 +69,14 @@ fn reshape_views_read_and_write_row_major() {
 /// restore `p` exactly.
 #[test]
 fn bitcasts_pack_bf16_rows_into_words() {
-    let p: Vec<f32> = (0..32 * 128).map(|i| ((i * 7) % 509) as f32 / 8.0 - 30.0).collect();
+    let p: Vec<f32> = (0..32 * 128)
+        .map(|i| ((i * 7) % 509) as f32 / 8.0 - 30.0)
+        .collect();
     let pin = HostArray::bf16_from_f32(&[32, 128], &p);
     let pb = halves(&pin);
-    let x: Vec<f32> = (0..8 * 128).map(|i| if i % 2 == 0 { 1.0 } else { -2.0 }).collect();
+    let x: Vec<f32> = (0..8 * 128)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -2.0 })
+        .collect();
     let xin = HostArray::from_f32(&[8, 128], &x);
     let mut want_w = vec![0u32; 16 * 128];
     for r in 0..16 {
@@ -79,7 +85,9 @@ fn bitcasts_pack_bf16_rows_into_words() {
                 u32::from(pb[2 * r * 128 + c]) | u32::from(pb[(2 * r + 1) * 128 + c]) << 16;
         }
     }
-    let want_e: Vec<u32> = (0..8 * 128).map(|i| want_w[(i / 128) * 2 * 128 + i % 128]).collect();
+    let want_e: Vec<u32> = (0..8 * 128)
+        .map(|i| want_w[(i / 128) * 2 * 128 + i % 128])
+        .collect();
     let want_f: Vec<u32> = (0..8 * 128)
         .map(|i| if i % 2 == 0 { 0x3F80_0000 } else { 0xC000_0000 })
         .collect();
@@ -154,9 +162,16 @@ fn packed_view_windows_are_bounds_checked() {
     );
     assert!(ok.is_ok(), "{:?}", ok.err().map(|e| e.to_string()));
     let err = k
-        .run(vec![p, HostArray::from_ints(DType::I32, &[1], &[16])], &threads(1))
+        .run(
+            vec![p, HostArray::from_ints(DType::I32, &[1], &[16])],
+            &threads(1),
+        )
         .expect_err("rows 16..24 of 16");
-    assert!(err.to_string().contains("out-of-bounds load of `p.bitcast(i32)`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("out-of-bounds load of `p.bitcast(i32)`"),
+        "{err}"
+    );
 }
 
 fn tempfile_dir() -> std::path::PathBuf {

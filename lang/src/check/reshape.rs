@@ -48,17 +48,17 @@ impl Builder<'_, '_> {
             Val::Ref(r) => r,
             Val::Err => return Val::Err,
             Val::View(_) => {
-                return self.error(
-                    Diag::new(
-                        &codes::REF_RESHAPE,
-                        format!("`.{name}(...)` of a part of a ref"),
-                        span,
-                    )
-                    .label("a view taken with `.at[...]`")
-                    .help(format!(
-                        "take `.{name}(...)` of the whole ref, then the part: `k.{name}(..).at[...]`"
-                    )),
+                let help = format!(
+                    "take `.{name}(...)` of the whole ref, then the part: `k.{name}(..).at[...]`"
+                );
+                let d = Diag::new(
+                    &codes::REF_RESHAPE,
+                    format!("`.{name}(...)` of a part of a ref"),
+                    span,
                 )
+                .label("a view taken with `.at[...]`")
+                .help(help);
+                return self.error(d);
             }
             other => {
                 let d = self.describe(&other);
@@ -198,7 +198,11 @@ impl Builder<'_, '_> {
         let mut shape = from.shape.clone();
         if fb != tb {
             let rank = shape.len();
-            let rows = if rank >= 2 { shape[rank - 2].known() } else { None };
+            let rows = if rank >= 2 {
+                shape[rank - 2].known()
+            } else {
+                None
+            };
             let Some(rows) = rows.filter(|r| (*r as u64 * fb) % tb == 0) else {
                 self.error(
                     Diag::new(

@@ -45,7 +45,10 @@ fn err<T>(span: Span, message: impl Into<String>) -> Result<T> {
 fn view_decl(k: &Kernel, id: RefId, base: RefId, specialised: bool) -> Result<()> {
     let name = &k.refs[id].name;
     if base.index() >= id.index() {
-        return err(k.span, format!("view `{name}` is of a ref declared after it"));
+        return err(
+            k.span,
+            format!("view `{name}` is of a ref declared after it"),
+        );
     }
     let (v, b) = (&k.refs[id].ty, &k.refs[base].ty);
     if v.space != b.space {

@@ -116,9 +116,9 @@ pub(crate) fn mxu_only(k: &Kernel, plan: &Plan) -> Vec<bool> {
 /// Whether `r` is a view or has views: its memory is reached by more than
 /// one ref.
 fn aliased(k: &Kernel, r: RefId) -> bool {
-    k.refs
-        .iter()
-        .any(|(id, d)| id == r && matches!(d.origin, RefOrigin::View(_)) || id != r && k.root(id) == r)
+    k.refs.iter().any(|(id, d)| {
+        id == r && matches!(d.origin, RefOrigin::View(_)) || id != r && k.root(id) == r
+    })
 }
 
 /// Whether a view is the whole ref.

@@ -567,7 +567,10 @@ impl Em<'_, '_> {
         sem: &RefView,
         start: bool,
     ) -> Result<(), Error> {
-        if let Some(v) = [src, dst].into_iter().find(|v| self.k.is_packed_view(v.target)) {
+        if let Some(v) = [src, dst]
+            .into_iter()
+            .find(|v| self.k.is_packed_view(v.target))
+        {
             let name = &self.k.refs[v.target].name;
             return Err(self.unsupported(format!(
                 "a DMA through `{name}`, a view between widths (copy the ref it views)"

@@ -168,7 +168,12 @@ impl Em<'_, '_> {
                     em.fb.set(bits);
                     let tile = em.addr(value);
                     em.push_addr(tile);
-                    em.fb.get(elem).i32c(2).op(I::I32Shl).op(I::I32Add).get(bits);
+                    em.fb
+                        .get(elem)
+                        .i32c(2)
+                        .op(I::I32Shl)
+                        .op(I::I32Add)
+                        .get(bits);
                     em.fb.op(I::I32Store(mem(0, 2)));
                 }
             } else {
@@ -234,7 +239,10 @@ impl Em<'_, '_> {
             self.fb.op(I::I32Mul).op(I::I32Add);
         }
         row(self);
-        self.fb.u32c(g.sizes[n - 1] as u32).op(I::I32Mul).op(I::I32Add);
+        self.fb
+            .u32c(g.sizes[n - 1] as u32)
+            .op(I::I32Mul)
+            .op(I::I32Add);
         self.fb.get(g.coords[n - 1]).op(I::I32Add);
     }
 
@@ -279,7 +287,12 @@ impl Em<'_, '_> {
                 self.packed_check(g, idx, site, elem);
                 self.fb.get(idx).u32c(eb).op(I::I32Mul);
                 raw_load(self, bb, g.offset);
-                self.fb.u32c(j * bb).op(I::I32Shl).get(acc).op(I::I32Or).set(acc);
+                self.fb
+                    .u32c(j * bb)
+                    .op(I::I32Shl)
+                    .get(acc)
+                    .op(I::I32Or)
+                    .set(acc);
             }
             self.fb.get(acc);
         } else {
