@@ -245,6 +245,26 @@ grid (i in 2 parallel)
         "Ran out of memory in memory space vmem",
     ),
     (
+        "16 MiB of bf16 matmul blocks and scratch on v4, with the operand copies",
+        "PK0306",
+        Target::V4,
+        "kernel k(a: bf16[4096, 4096] block [1024, 512] at (i, k), b: bf16[4096, 4096] block [512, 1024] at (k, j))
+    -> c: f32[4096, 4096] block [1024, 1024] at (i, j)
+grid (i in 4 parallel, j in 4 parallel, k in 8 arbitrary)
+scratch (acc: vmem f32[1024, 1024])
+{ if k == 0 { acc[..] = 0.0; } acc[..] += dot(a[..], b[..]); c[..] = acc[..]; }",
+        "Ran out of memory in memory space vmem",
+    ),
+    (
+        "a DMA of 64 of 256 lanes",
+        "PK0354",
+        Target::V6e,
+        "kernel k(x: bf16[16, 256] in any) -> y: f32[8, 256]
+scratch (buf: vmem bf16[8, 256], sem: dma_sem[1])
+{ buf[..] = zeros(bf16, [8, 256]); copy_start(x.at[0..8, 0..64], buf.at[:, 0..64], sem.at[0]); copy_wait(x.at[0..8, 0..64], buf.at[:, 0..64], sem.at[0]); y[..] = buf[..] as f32; }",
+        "must be divisible by 512 bytes",
+    ),
+    (
         "scalar read of a bf16 VMEM element",
         "PK0317",
         Target::V5e,
@@ -891,6 +911,82 @@ fn libtpu_agrees_on_ref_reshapes_and_bitcasts() {
     );
     assert!(
         accepted > 20 && refused > 10,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+/// Lane windows of DMAs, `(HBM side, VMEM side)` over `[16, 256]` arrays
+/// and a `[8, 256]` buffer: whole tile columns or not, constant or run-time.
+const DMA_LANE_WINDOWS: &[(&str, &str)] = &[
+    (":", ":"),
+    ("0..128", "0..128"),
+    ("128..256", "0..128"),
+    ("0..256", "0..256"),
+    ("0..64", "0..64"),
+    ("64..192", "0..128"),
+    ("0..128", "64..192"),
+    ("ds(multiple_of(ids[i], 128), 128)", "128..256"),
+    ("ds(ids[i], 128)", "0..128"),
+    ("0..128", "ds(multiple_of(ids[i], 128), 128)"),
+    ("ds(ids[i] * 128, 128)", "0..128"),
+];
+
+/// The checker and libtpu agree on the lane windows of DMAs (PK0354) for
+/// f32, bf16 and i8, each case on one target in turn.
+#[test]
+fn libtpu_agrees_on_dma_lane_windows() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let mut failures = Vec::new();
+    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
+    for dtype in ["f32", "bf16", "i8"] {
+        let rows = if dtype == "i8" { 32 } else { 16 };
+        for (src, dst) in DMA_LANE_WINDOWS {
+            n += 1;
+            let target = Target::ALL[n % Target::ALL.len()];
+            let src_w = format!("x.at[0..{rows}, {src}]");
+            let dst_w = format!("buf.at[:, {dst}]");
+            let text = format!(
+                "kernel k(x: {dtype}[{r2}, 256] in any, ids: i32[2] in smem) -> y: f32[{rows}, 256]
+grid (i in 2 arbitrary)
+scratch (buf: vmem {dtype}[{rows}, 256], sem: dma_sem[1])
+{{
+    buf[..] = zeros({dtype}, [{rows}, 256]);
+    copy_start({src_w}, {dst_w}, sem.at[0]);
+    copy_wait({src_w}, {dst_w}, sem.at[0]);
+    y[..] = buf[..] as f32;
+}}",
+                r2 = 2 * rows
+            );
+            let opts = Options {
+                target,
+                specialise: true,
+                ..Options::default()
+            };
+            let checker = pk_lang::compile_source("k.pk", &text, &opts)
+                .err()
+                .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
+            let what = format!("{dtype} DMA {src_w} -> {dst_w} on {target}");
+            match (checker, libtpu_refusal(plugin, &text, target)) {
+                (None, None) => accepted += 1,
+                (Some(_), Some(_)) => refused += 1,
+                (None, Some(e)) => failures.push(format!(
+                    "{what}: the checker accepts it, libtpu refuses it: {e}"
+                )),
+                (Some(c), None) => failures.push(format!(
+                    "{what}: the checker refuses it ({c:?}), libtpu compiles it"
+                )),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {n} cases disagree:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        accepted >= 12 && refused >= 12,
         "{accepted} accepted, {refused} refused"
     );
 }

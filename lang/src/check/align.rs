@@ -23,6 +23,15 @@
 //! 5. the index of `for c in lo..hi step s` is a multiple of `gcd(lo, s)`;
 //! 6. nothing else is known: grid indices, `while` values, SMEM reads.
 //!
+//! The DMA lane rule (PK0354): a DMA copies whole 128-lane tile columns.
+//! A window of a VMEM or ANY ref given to `copy_start` either takes the
+//! whole last dimension or starts at a multiple of 128 lanes (provably, for
+//! a run-time start) and takes a multiple of 128 lanes; libtpu refuses the
+//! others ("The contiguous inner slice in the DMA transfer must be
+//! divisible by 512 bytes", "The dynamic offset times the element size is
+//! not a multiple of the memory space word size"), on every target and
+//! for every dtype.
+//!
 //! The column rule (PK0326): v4 cannot read a column of a VMEM ref as a
 //! vector (`x[.., j]`): Mosaic needs a sublane gather there ("Sublane gather
 //! not supported by this TPU generation"), which later chips have.
@@ -46,6 +55,27 @@ const FUEL: u32 = 256;
 pub fn check(ck: &mut Checker, k: &Kernel) {
     let f = &k.body;
     for (id, op) in f.ops.iter() {
+        if let OpKind::DmaStart { src, dst, .. } = &op.kind {
+            // One report per copy: the first side that breaks the rule.
+            let broken = [src, dst]
+                .into_iter()
+                .find_map(|v| dma_lanes(f, k, v).map(|why| (v, why)));
+            if let Some((view, why)) = broken {
+                {
+                    let name = &k.refs[view.target].name;
+                    ck.error(
+                        Diag::new(
+                            &codes::DMA_LANES,
+                            format!("the DMA window of `{name}` takes part of a 128-lane tile"),
+                            f.span(id),
+                        )
+                        .label(why)
+                        .note("a DMA moves whole tile columns of 128 lanes in the last dimension")
+                        .help("copy the whole last dimension, or a window that starts at a multiple of 128 lanes (`multiple_of(j, 128)`) and takes a multiple of 128 lanes, and slice the rest in VMEM"),
+                    );
+                }
+            }
+        }
         let view = match &op.kind {
             OpKind::Load(v) | OpKind::Store(v, _, _) => v,
             _ => continue,
@@ -96,6 +126,36 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
                 )),
             );
         }
+    }
+}
+
+/// Why a DMA window breaks the lane rule, if it does.
+fn dma_lanes(f: &Func, k: &Kernel, view: &RefView) -> Option<String> {
+    let t = &k.refs[view.target].ty;
+    if !matches!(t.space, Space::Vmem | Space::Any) {
+        return None;
+    }
+    let (Some(s), Some(dim)) = (view.index.last(), t.shape.last()) else {
+        return None;
+    };
+    let n = dim.get();
+    let (start, size) = match *s {
+        Slice::Index(st) => (st, 1),
+        Slice::Range { start, size } => (start, size),
+        Slice::Strided { .. } => return None,
+    };
+    if matches!(start, Start::Const(0)) && size == n {
+        return None;
+    }
+    if size % LANES != 0 {
+        return Some(format!("{size} of the {n} lanes of the last dimension"));
+    }
+    match start {
+        Start::Const(c) if c % LANES != 0 => Some(format!("lanes from {c}, inside a tile")),
+        Start::Dyn(v) if !multiple(f, v, LANES) => {
+            Some("a run-time first lane, not provably a multiple of 128".to_string())
+        }
+        _ => None,
     }
 }
 

@@ -184,6 +184,7 @@ pub fn check_kernel(
     }
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
         align::check(ck, &kernel);
+        rules::check_body_vmem(ck, &kernel, decl);
     }
     instantiation_notes(ck, &kernel.name, &kernel.params);
     if ck.diags[before..].iter().any(|d| d.is_error()) {

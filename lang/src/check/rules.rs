@@ -267,8 +267,9 @@ fn mib(b: u64) -> String {
     }
 }
 
-fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
-    let target = ck.target;
+/// What each VMEM operand block and scratch buffer takes, and each SMEM
+/// one: the checker's VMEM and SMEM estimates, item by item.
+fn budget_items(k: &Kernel) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
     let mut vmem: Vec<(String, u64)> = Vec::new();
     let mut smem: Vec<(String, u64)> = Vec::new();
     for o in &k.operands {
@@ -298,6 +299,90 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
             _ => {}
         }
     }
+    (vmem, smem)
+}
+
+/// The VMEM a kernel may use on its target: its `vmem_limit`, at most the
+/// chip's VMEM.
+fn vmem_usable(k: &Kernel, target: crate::target::Target) -> u64 {
+    k.vmem_limit
+        .unwrap_or(target.vmem_bytes())
+        .min(target.vmem_bytes())
+}
+
+/// The VMEM the TPU compiler takes for a matmul: it copies narrow
+/// operands into VMEM in the MXU's layout, up to the bytes of both operand
+/// tiles (measured with libtpu 0.0.51: about the lhs tile on v4, v5e and
+/// v5p, up to both tiles on TPU7x; f32 operands take nothing), and on v5p
+/// and TPU7x keeps about 64 KiB more for any matmul ("Used 64.00M of
+/// 63.94M vmem" for 64 MiB of f32 matmul blocks). The largest dot of the
+/// body counts, since each dot's copies are dead after it.
+fn dot_copies(k: &Kernel, target: crate::target::Target) -> Option<(u64, crate::span::Span)> {
+    let fixed: u64 = match target {
+        crate::target::Target::V5p | crate::target::Target::Tpu7x => 64 << 10,
+        _ => 0,
+    };
+    let f = &k.body;
+    let mut best: Option<(u64, crate::span::Span)> = None;
+    for (id, op) in f.ops.iter() {
+        let OpKind::Dot { lhs, rhs, .. } = &op.kind else {
+            continue;
+        };
+        let bytes: u64 = [*lhs, *rhs]
+            .iter()
+            .map(|v| f.ty(*v))
+            .filter(|t| t.dtype().bits() < 32)
+            .filter_map(|t| t.elements().map(|n| n * t.dtype().bytes()))
+            .sum::<u64>()
+            + fixed;
+        if bytes > 0 && best.is_none_or(|(b, _)| bytes > b) {
+            best = Some((bytes, f.span(id)));
+        }
+    }
+    best
+}
+
+/// The VMEM budget once the body is known (PK0306): the blocks and
+/// scratch of the header's estimate, plus the copies the TPU compiler
+/// makes for narrow matmuls. Reports only what the header's check did not.
+pub fn check_body_vmem(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
+    let (vmem, _) = budget_items(k);
+    let limit = vmem_usable(k, ck.target);
+    let total = vmem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
+    let Some((copies, span)) = dot_copies(k, ck.target) else {
+        return;
+    };
+    if total > limit || total.saturating_add(copies) <= limit {
+        return;
+    }
+    let mut d = Diag::new(
+        &codes::VMEM_BUDGET,
+        format!(
+            "kernel needs {} of VMEM with the matmul's operand copies, more than {}'s {}",
+            mib(total.saturating_add(copies)),
+            ck.target,
+            mib(limit)
+        ),
+        decl.name.span,
+    )
+    .label("does not fit in VMEM")
+    .with(
+        span,
+        format!(
+            "the TPU compiler keeps up to {} of VMEM for this matmul (copies of narrow operands)",
+            mib(copies)
+        ),
+    )
+    .help("use smaller blocks (a smaller `bk` shrinks both operand tiles)");
+    for (what, b) in &vmem {
+        d = d.note(format!("{what}: {}", mib(*b)));
+    }
+    ck.error(d);
+}
+
+fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
+    let target = ck.target;
+    let (vmem, smem) = budget_items(k);
     let limit_span = decl
         .clauses
         .iter()
@@ -323,10 +408,7 @@ fn budgets(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
             );
         }
     }
-    let limit = k
-        .vmem_limit
-        .unwrap_or(target.vmem_bytes())
-        .min(target.vmem_bytes());
+    let limit = vmem_usable(k, target);
     let total = vmem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
     if total > limit {
         let what = if k.vmem_limit.is_some() {

@@ -391,6 +391,11 @@ codes! {
         why: "In Mosaic the views are `tpu.memref_reshape` and `tpu.memref_bitcast`, which libtpu 0.0.51 compiles on every target for refs of rank 2 or more in VMEM or HBM, when a reshape keeps the lane dimension and folds or splits the second-minor one by whole tiles (8 rows of 32-bit, 16 of 16-bit, 32 of 8-bit elements): otherwise \"Expected the minormost dimension to be unchanged\" or \"Supported only when (a) tiled dimensions remain unchanged, except maybe for tile-aligned folding/unfolding of the first tiled dimension\".",
         example: "let v = x.reshape(8, 256);   // error: x is f32[16, 128]\nlet v = x.reshape(2, 8, 128);",
     }
+    DMA_LANES = "PK0354" "dma-lanes" {
+        what: "A DMA (`copy_start`) window of a VMEM or ANY ref takes part of the last dimension that is not whole 128-lane tiles: fewer lanes than a multiple of 128, or a first lane that is not (provably) a multiple of 128.",
+        why: "The DMA engine moves whole tile columns: libtpu 0.0.51 refuses a partial one on every target and for every dtype (\"The contiguous inner slice in the DMA transfer must be divisible by 512 bytes\", \"The dynamic offset times the element size is not a multiple of the memory space word size\"). The whole last dimension, whatever its size, is always one transfer.",
+        example: "copy_start(x.at[0..8, 0..64], buf.at[:, 0..64], sem.at[0]);   // error\ncopy_start(x.at[0..8, 0..128], buf.at[:, 0..128], sem.at[0]);",
+    }
     STRIDED_TPU = "PK0352" "strided-window-target" {
         what: "A strided window (`ds(start, size, stride)`) that the TPU cannot read or write: a stride in the last dimension, elements narrower than 32 bits, a ref that is not in VMEM, or a ref whose last dimension is not 128.",
         why: "libtpu 0.0.51 compiles `tpu.strided_load`/`tpu.strided_store` only with a unit stride in the lane dimension (\"Stride on last dim is not 1\"), for 32-bit elements (\"Strided store with non 32-bit data\"; packed loads need static positions) and over a VMEM ref whose last dimension is 128 lanes (\"The last dim size is not 128 in original base memref\"), on every target.",
