@@ -114,7 +114,7 @@ fn bitcasts_pack_int8_rows_into_words_and_back() {
             }
         }
     }
-    for out in runs("bytes", &[ain.clone()]) {
+    for out in runs("bytes", std::slice::from_ref(&ain)) {
         assert_eq!(words(&out[0]), want_b, "b");
         let c: Vec<i64> = out[1].to_f64().iter().map(|v| *v as i64).collect();
         assert_eq!(c, a[..32 * 128].to_vec(), "c");

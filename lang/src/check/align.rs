@@ -39,8 +39,8 @@
 use super::Checker;
 use crate::diag::{codes, Diag};
 use crate::ir::{
-    BinaryOp, BlockId, DType, Func, Kernel, Literal, OpKind, RefView, Slice, Space, Start, Value,
-    ValueDef,
+    BinaryOp, BlockId, DType, Func, Kernel, Literal, OpId, OpKind, RefView, Slice, Space, Start,
+    Value, ValueDef,
 };
 use crate::target::Target;
 
@@ -56,25 +56,7 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
     let f = &k.body;
     for (id, op) in f.ops.iter() {
         if let OpKind::DmaStart { src, dst, .. } = &op.kind {
-            // One report per copy: the first side that breaks the rule.
-            let broken = [src, dst]
-                .into_iter()
-                .find_map(|v| dma_lanes(f, k, v).map(|why| (v, why)));
-            if let Some((view, why)) = broken {
-                {
-                    let name = &k.refs[view.target].name;
-                    ck.error(
-                        Diag::new(
-                            &codes::DMA_LANES,
-                            format!("the DMA window of `{name}` takes part of a 128-lane tile"),
-                            f.span(id),
-                        )
-                        .label(why)
-                        .note("a DMA moves whole tile columns of 128 lanes in the last dimension")
-                        .help("copy the whole last dimension, or a window that starts at a multiple of 128 lanes (`multiple_of(j, 128)`) and takes a multiple of 128 lanes, and slice the rest in VMEM"),
-                    );
-                }
-            }
+            dma_lane_rule(ck, k, id, src, dst);
         }
         let view = match &op.kind {
             OpKind::Load(v) | OpKind::Store(v, _, _) => v,
@@ -127,6 +109,30 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
             );
         }
     }
+}
+
+const DMA_LANES_HELP: &str = "copy the whole last dimension, or a window that starts at a multiple of 128 lanes (`multiple_of(j, 128)`) and takes a multiple of 128 lanes, and slice the rest in VMEM";
+
+/// Reports a DMA whose source or destination breaks the lane rule, once
+/// per copy (the first side that does).
+fn dma_lane_rule(ck: &mut Checker, k: &Kernel, id: OpId, src: &RefView, dst: &RefView) {
+    let f = &k.body;
+    let broken = [src, dst]
+        .into_iter()
+        .find_map(|v| dma_lanes(f, k, v).map(|why| (v, why)));
+    let Some((view, why)) = broken else {
+        return;
+    };
+    let name = &k.refs[view.target].name;
+    let d = Diag::new(
+        &codes::DMA_LANES,
+        format!("the DMA window of `{name}` takes part of a 128-lane tile"),
+        f.span(id),
+    )
+    .label(why)
+    .note("a DMA moves whole tile columns of 128 lanes in the last dimension")
+    .help(DMA_LANES_HELP);
+    ck.error(d);
 }
 
 /// Why a DMA window breaks the lane rule, if it does.

@@ -203,7 +203,7 @@ impl Builder<'_, '_> {
             } else {
                 None
             };
-            let Some(rows) = rows.filter(|r| (*r as u64 * fb) % tb == 0) else {
+            let Some(rows) = rows.filter(|r| (*r as u64 * fb).is_multiple_of(tb)) else {
                 self.error(
                     Diag::new(
                         &codes::REF_RESHAPE,

@@ -267,11 +267,14 @@ fn mib(b: u64) -> String {
     }
 }
 
+/// Named byte counts: the items of a memory estimate.
+type Items = Vec<(String, u64)>;
+
 /// What each VMEM operand block and scratch buffer takes, and each SMEM
 /// one: the checker's VMEM and SMEM estimates, item by item.
-fn budget_items(k: &Kernel) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
-    let mut vmem: Vec<(String, u64)> = Vec::new();
-    let mut smem: Vec<(String, u64)> = Vec::new();
+fn budget_items(k: &Kernel) -> (Items, Items) {
+    let mut vmem: Items = Vec::new();
+    let mut smem: Items = Vec::new();
     for o in &k.operands {
         let t = &k.refs[o.ref_id].ty;
         let Some(bytes) = padded_bytes(t) else {

@@ -272,7 +272,7 @@ impl Em<'_, '_> {
     fn packed_read(&mut self, g: &Geometry, site: u32, elem: u32) {
         let n = g.coords.len();
         let (vb, bb) = (g.view.bits(), g.base.bits());
-        let (eb, p) = (u32::from(bb / 8), g.ratio());
+        let (eb, p) = (bb / 8, g.ratio());
         let idx = self.fb.i32l();
         if vb > bb {
             // Rows p*r .. p*r + p of the viewed ref, one part each.
@@ -314,7 +314,7 @@ impl Em<'_, '_> {
     fn packed_write(&mut self, g: &Geometry, bits: u32) {
         let n = g.coords.len();
         let (vb, bb) = (g.view.bits(), g.base.bits());
-        let (eb, p) = (u32::from(bb / 8), g.ratio());
+        let (eb, p) = (bb / 8, g.ratio());
         self.fb.get(bits);
         from_lane(self, g.view);
         self.fb.set(bits);
