@@ -346,3 +346,264 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     let o = pkc(&["explain", "PK6002"]);
     assert_eq!(code(&o), 0);
 }
+
+/// `pkc tune tests/tune/paged.pk --no-aot --json` with `--in` arrays (the
+/// one target's report).
+fn tune_paged(cache: &Path, inputs: &[(&str, &str)], extra: &[&str]) -> Output {
+    let mut args = vec!["tune", "tests/tune/paged.pk", "--no-aot", "--json"];
+    let given: Vec<String> = inputs
+        .iter()
+        .map(|(n, f)| format!("{n}=tests/tune/{f}"))
+        .collect();
+    for g in &given {
+        args.extend(["--in", g.as_str()]);
+    }
+    args.extend(extra);
+    pkc_cached(cache, &args)
+}
+
+/// Each ranked configuration's value of `ppb` with its JSON entry.
+fn by_ppb(r: &serde_json::Value) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    r["best"]
+        .as_array()
+        .expect("ranked configurations")
+        .iter()
+        .map(|c| {
+            let ppb = c["params"]["ppb"]
+                .as_str()
+                .expect("ppb")
+                .parse()
+                .expect("a number");
+            (ppb, c.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn the_model_counts_the_work_paged_attention_does_on_the_given_lengths() {
+    let cache = TempDir::new("tune-count");
+    let pages = ("page_indices", "page_indices.npy");
+    let o = tune_paged(
+        cache.path(),
+        &[("lengths", "lengths_short.npy"), pages],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let short = by_ppb(&json_lines(&o)[0]);
+    assert_eq!(short.len(), 3, "ppb in [1, 2, 4]");
+    // Lengths [20, 0, 37], pages of 8 tokens: the pages holding tokens are
+    // ceil(20/8) + 0 + ceil(37/8) = 3 + 0 + 5 = 8, each copied twice (keys
+    // and values) as one f32[8, 128] window of 4096 bytes: 8 * 2 * 4096 =
+    // 65536 DMA bytes, whatever ppb. A block holds 8 * ppb tokens; the
+    // blocks are ceil(20/bk) + 0 + ceil(37/bk): 3 + 5 = 8 for ppb 1 (bk 8),
+    // 2 + 3 = 5 for ppb 2 (bk 16), 1 + 2 = 3 for ppb 4 (bk 32); each runs
+    // the scores q @ k^T (m = H / KH = 2, n = bk, k = D = 128) and p @ v
+    // (m = 2, n = 128, k = bk), and exp over the [2, bk] scores and the
+    // [2, 1] rescale: blocks * (2 bk + 2) transcendentals. The query and
+    // output blocks, f32[2, 128] = 1024 bytes, move once per grid step
+    // (3 steps: B = 3, KH = 1).
+    for (ppb, blocks) in [(1u64, 8u64), (2, 5), (4, 3)] {
+        let w = &short[&ppb]["work"];
+        let bk = 8 * ppb;
+        assert_eq!(w["counted"], true, "ppb={ppb}: {w}");
+        assert_eq!(w["approximate"], 0, "ppb={ppb}: every branch decided: {w}");
+        assert_eq!(w["grid_steps"], 3, "ppb={ppb}");
+        assert_eq!(w["dma_bytes"], 65536, "ppb={ppb}: {w}");
+        assert_eq!(w["bytes_in"], 3 * 1024, "ppb={ppb}");
+        assert_eq!(w["bytes_out"], 3 * 1024, "ppb={ppb}");
+        assert_eq!(
+            w["dots"],
+            serde_json::json!([
+                {"dtype": "f32", "m": 2, "n": bk, "k": 128, "count": blocks},
+                {"dtype": "f32", "m": 2, "n": 128, "k": bk, "count": blocks},
+            ]),
+            "ppb={ppb}"
+        );
+        assert_eq!(
+            w["transcendentals"],
+            (blocks * (2 * bk + 2)) as f64,
+            "ppb={ppb}"
+        );
+    }
+
+    // Lengths [64, 64, 64]: 8 pages each, 24 * 2 * 4096 = 196608 bytes;
+    // 64 / bk blocks per sequence. More work, a longer prediction.
+    let o = tune_paged(cache.path(), &[("lengths", "lengths_long.npy"), pages], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let long = by_ppb(&json_lines(&o)[0]);
+    for ppb in [1u64, 2, 4] {
+        let w = &long[&ppb]["work"];
+        assert_eq!(w["dma_bytes"], 196608, "ppb={ppb}: {w}");
+        assert_eq!(w["dots"][0]["count"], 3 * 64 / (8 * ppb), "ppb={ppb}: {w}");
+        let (s, l) = (
+            short[&ppb]["predicted_seconds"].as_f64().expect("a time"),
+            long[&ppb]["predicted_seconds"].as_f64().expect("a time"),
+        );
+        assert!(
+            l > s,
+            "ppb={ppb}: {l} s for the long sequences, {s} s for the short"
+        );
+    }
+
+    // Without --in the count is static: the same three steps whatever the
+    // lengths, one loop trip each.
+    let o = tune_paged(cache.path(), &[], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let fixed = by_ppb(&json_lines(&o)[0]);
+    assert_eq!(fixed[&2]["work"]["counted"], false);
+    assert_eq!(
+        fixed[&2]["work"]["dots"][0]["count"], 3,
+        "one trip per step"
+    );
+}
+
+#[test]
+fn counting_needs_every_prefetch_array_in_the_shape_of_the_configuration() {
+    let cache = TempDir::new("tune-count-errors");
+    let lengths = ("lengths", "lengths_short.npy");
+    // page_indices missing: the count cannot follow the page table.
+    let o = tune_paged(cache.path(), &[lengths], &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        common::codes_in(&stderr(&o)),
+        vec!["PK1005", "PK6002"],
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--in page_indices="), "{}", stderr(&o));
+    // A page table of [3, 4] where the kernel has [3, 8].
+    let o = tune_paged(
+        cache.path(),
+        &[lengths, ("page_indices", "page_indices_wrong.npy")],
+        &[],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        common::codes_in(&stderr(&o)).contains(&"PK1004".to_string()),
+        "{}",
+        stderr(&o)
+    );
+    // A name that is no input of the kernel.
+    let o = tune_paged(
+        cache.path(),
+        &[
+            lengths,
+            ("page_indices", "page_indices.npy"),
+            ("lens", "lengths_short.npy"),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        common::codes_in(&stderr(&o)).contains(&"PK1006".to_string()),
+        "{}",
+        stderr(&o)
+    );
+    // An unreadable file is reported before anything is tuned.
+    let o = tune_paged(cache.path(), &[("lengths", "missing.npy")], &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        common::codes_in(&stderr(&o)),
+        vec!["PK1001"],
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Checks that `text` is well-formed XML as far as the plot needs: every
+/// start tag closed in order, and one root element. Returns the count of
+/// each element name.
+fn xml_elements(text: &str) -> Result<std::collections::BTreeMap<String, usize>, String> {
+    let mut open: Vec<String> = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    let mut roots = 0;
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        let gt = rest[lt..].find('>').ok_or("a tag is not closed")? + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            match open.pop() {
+                Some(o) if o == name.trim() => continue,
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '/')
+            .collect();
+        if name.is_empty() {
+            return Err(format!("a tag without a name: <{tag}>"));
+        }
+        if open.is_empty() {
+            roots += 1;
+        }
+        *counts.entry(name.clone()).or_insert(0) += 1;
+        if !tag.ends_with('/') {
+            open.push(name);
+        }
+    }
+    if !open.is_empty() || roots != 1 {
+        return Err(format!("unclosed {open:?}, {roots} root elements"));
+    }
+    Ok(counts)
+}
+
+#[test]
+fn plot_draws_one_mark_per_configuration_of_every_target() {
+    let dir = TempDir::new("tune-plot");
+    let src = dir.file("copy.pk", COPY.as_bytes());
+    let plot = dir.path().join("space.svg");
+    let o = pkc_cached(
+        &dir.path().join("cache"),
+        &[
+            "tune",
+            src.to_str().expect("UTF-8 path"),
+            "--no-aot",
+            "--target",
+            "v5e,v6e",
+            "--plot",
+            plot.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&plot).expect("the plot is written");
+    assert!(svg.contains("<svg"), "{svg}");
+    let elements = xml_elements(&svg).unwrap_or_else(|e| panic!("{e}:\n{svg}"));
+    // 4 configurations per target (bm in [8, 16] x bn in [128, 256]), one
+    // pruned by the `where`: a circle each, on two panels.
+    assert_eq!(elements.get("circle"), Some(&8), "{elements:?}");
+    // The best configuration of each target is marked with a triangle.
+    assert_eq!(elements.get("polygon"), Some(&2), "{elements:?}");
+    assert!(svg.contains("copy on v5e") && svg.contains("copy on v6e"));
+    // Written by renaming a finished temporary file: nothing else is left.
+    let mut left = dir.entries();
+    left.sort();
+    assert_eq!(left, vec!["cache", "copy.pk", "space.svg"]);
+
+    // A destination that cannot be written fails before any tuning.
+    let o = pkc_cached(
+        &dir.path().join("cache"),
+        &[
+            "tune",
+            src.to_str().expect("UTF-8 path"),
+            "--no-aot",
+            "--plot",
+            dir.path()
+                .join("no/such/dir.svg")
+                .to_str()
+                .expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        common::codes_in(&stderr(&o)),
+        vec!["PK1007"],
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "nothing tuned: {}", stdout(&o));
+}
