@@ -326,8 +326,8 @@ fn read_given(inputs: &[(String, PathBuf)]) -> Result<Given, CpuError> {
 
 /// The arrays the count reads for one configuration's kernel, checked
 /// against its operands: every operand the count reads (the SMEM ones)
-/// must be given, and every array given must name an input of the shape
-/// this configuration has.
+/// must be given, of its dtype and shape, and every other array given must
+/// name an input and have its shape in this configuration.
 fn count_arrays(k: &ir::Kernel, given: &Given) -> Result<count::Arrays, CpuError> {
     let shape = |o: &ir::Operand| -> Vec<u64> {
         o.shape
@@ -352,9 +352,15 @@ fn count_arrays(k: &ir::Kernel, given: &Given) -> Result<count::Arrays, CpuError
             });
         };
         let shown = path.display().to_string();
-        pk_runtime::cpu::check_operand(&o.name, o.dtype, &shape(o), a.clone(), &shown)?;
         if count::read_operands(k).contains(&i) {
+            // Small (SMEM) arrays: checked and converted as the CPU
+            // reference would read them.
+            pk_runtime::cpu::check_operand(&o.name, o.dtype, &shape(o), a.clone(), &shown)?;
             arrays.insert(i, npy::values(a, o.dtype));
+        } else {
+            // The count does not read it: its shape is checked, without
+            // copying what may be a large array.
+            pk_runtime::cpu::check_shape(&o.name, &shape(o), &a.shape, &shown)?;
         }
     }
     for i in count::read_operands(k) {

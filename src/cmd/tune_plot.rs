@@ -105,6 +105,9 @@ fn panel(
         .x_labels(names.len().min(NAMED * 2))
         .x_label_formatter(&label)
         .disable_x_mesh()
+        .y_labels(8)
+        .y_label_formatter(&|y| format!("{y:.3}"))
+        .light_line_style(WHITE.mix(0.0))
         .x_desc(
             "configuration, in the order tried (filled: ranked; hollow at the bottom: red pruned by the checker, orange refused by libtpu; triangle: best; square: default)",
         )

@@ -24,7 +24,10 @@
 //!    does on the same inputs: the same DMAs started, the same dots called,
 //!    the same blocks copied under the pipeline's rule (an input block when
 //!    its index differs from the previous step's, an output block per run
-//!    of equal indices).
+//!    of equal indices). Two differences are the model's conventions: a
+//!    block is charged whole where the executor counts only the part
+//!    inside a ragged array, and the prefetch arrays the executor copies
+//!    into SMEM are not charged.
 //! 3. The static count is the count of a kernel whose every decision is
 //!    unknown: both use the same per-op rules.
 
@@ -42,6 +45,11 @@ pub const MAX_STEPS: u64 = 1 << 20;
 /// Iterations of one loop the count follows; past them the static rule
 /// counts the rest.
 const MAX_TRIPS: u64 = 1 << 20;
+
+/// Ops the count walks for one configuration, every step and trip
+/// included; past them it gives up and the static count stands, so that
+/// no kernel keeps the tuner counting for long.
+pub const MAX_OPS: u64 = 1 << 26;
 
 /// A scalar as the count knows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,13 +89,15 @@ pub fn read_operands(k: &Kernel) -> Vec<usize> {
 }
 
 /// Counts the work of one call of `k` on `arrays`; `None` when the grid
-/// has more than [`MAX_STEPS`] steps.
+/// has more than [`MAX_STEPS`] steps or the count walks more than
+/// [`MAX_OPS`] ops.
 pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
     let mut c = Counter {
         k,
         arrays,
         smem: HashMap::new(),
         approximate: 0,
+        ops_left: MAX_OPS,
     };
     let extents: Vec<u64> = k
         .grid
@@ -106,7 +116,13 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                         .get(&d.operand)
                         .and_then(|v| v.get(d.flat_index(&shape) as usize))
                     {
-                        Some(&v) => (v.max(0.0) as u64).min(bound),
+                        // The CPU reference refuses an extent outside
+                        // 0..=bound (PK1035); the count clamps it.
+                        Some(&v) if v < 0.0 || v > bound as f64 => {
+                            c.approximate += 1;
+                            (v.max(0.0) as u64).min(bound)
+                        }
+                        Some(&v) => v as u64,
                         None => {
                             c.approximate += 1;
                             bound
@@ -209,6 +225,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
             idx[d] = 0;
         }
     }
+    if c.exhausted() {
+        return None;
+    }
     if steps > 0 {
         w.last_out_bytes = k
             .operands
@@ -256,9 +275,16 @@ struct Counter<'a> {
     /// does.
     smem: HashMap<(usize, u64), S>,
     approximate: u64,
+    /// Ops the count may still walk (see [`MAX_OPS`]).
+    ops_left: u64,
 }
 
 impl Counter<'_> {
+    /// Whether the count spent its budget of ops (it then gives up).
+    fn exhausted(&self) -> bool {
+        self.ops_left == 0
+    }
+
     /// The block indices an index map gives at `grid`, when known.
     fn index_map(&mut self, f: &Func, grid: &[S]) -> Option<Vec<i64>> {
         let e = f.entry?;
@@ -276,6 +302,10 @@ impl Counter<'_> {
     fn block(&mut self, f: &Func, b: BlockId, env: &mut Vec<S>, acc: &mut Work) -> Vec<S> {
         let k = self.k;
         for &op in &f.blocks[b].ops {
+            if self.exhausted() {
+                return vec![S::U; f.blocks[b].yields.len()];
+            }
+            self.ops_left -= 1;
             let o = &f.ops[op];
             let results: Vec<S> = match &o.kind {
                 OpKind::If {
@@ -359,9 +389,17 @@ impl Counter<'_> {
         acc: &mut Work,
     ) -> Vec<S> {
         let params = f.blocks[body].params.clone();
+        let Some((iv, rest)) = params.split_first() else {
+            self.approximate += 1;
+            work::body(self.k, f, body, trips, acc);
+            return vec![S::U; carried.len()];
+        };
         for t in 0..trips.min(MAX_TRIPS) {
-            env[params[0].index()] = S::I(lo + (t * step) as i64);
-            for (p, v) in params[1..].iter().zip(&carried) {
+            if self.exhausted() {
+                return vec![S::U; carried.len()];
+            }
+            env[iv.index()] = S::I(lo + (t * step) as i64);
+            for (p, v) in rest.iter().zip(&carried) {
                 env[p.index()] = *v;
             }
             carried = self.block(f, body, env, acc);
@@ -389,6 +427,9 @@ impl Counter<'_> {
             }
         };
         for _ in 0..MAX_TRIPS {
+            if self.exhausted() {
+                return vec![S::U; carried.len()];
+            }
             bind(env, cond, &carried);
             match self.block(f, cond, env, acc).first() {
                 Some(S::B(false)) => return carried,
