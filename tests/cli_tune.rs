@@ -445,6 +445,36 @@ fn the_model_counts_the_work_paged_attention_does_on_the_given_lengths() {
         );
     }
 
+    // The CPU reference, run on the same inputs, moves the same bytes:
+    // `pkc bench` counts them as its executor copies (it also copies the
+    // 108 bytes of prefetch arrays, i32[3] and i32[3, 8], into SMEM once
+    // per unit, 3 units, which the model does not charge).
+    for ppb in [1u64, 2, 4] {
+        let o = pkc(&[
+            "bench",
+            "tests/tune/paged.pk",
+            "-p",
+            &format!("ppb={ppb}"),
+            "--in",
+            "lengths=tests/tune/lengths_short.npy",
+            "--in",
+            "page_indices=tests/tune/page_indices.npy",
+            "--iters",
+            "1",
+            "--json",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let bench: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+        let w = &short[&ppb]["work"];
+        assert_eq!(bench["dma_bytes"], w["dma_bytes"], "ppb={ppb}");
+        assert_eq!(bench["bytes_out"], w["bytes_out"], "ppb={ppb}");
+        assert_eq!(
+            bench["bytes_in"].as_u64(),
+            w["bytes_in"].as_u64().map(|b| b + 3 * 108),
+            "ppb={ppb}"
+        );
+    }
+
     // Without --in the count is static: the same three steps whatever the
     // lengths, one loop trip each.
     let o = tune_paged(cache.path(), &[], &[]);
@@ -455,6 +485,86 @@ fn the_model_counts_the_work_paged_attention_does_on_the_given_lengths() {
         fixed[&2]["work"]["dots"][0]["count"], 3,
         "one trip per step"
     );
+}
+
+#[test]
+fn the_model_counts_the_visits_grouped_matmul_metadata_asks_for() {
+    // tests/data/gmm_bf16_sizes_16_0_32's metadata: groups of 16, 0 and 32
+    // rows, tm = 16, so num_tiles = 3 visits (of a bound M / tm + G - 1 =
+    // 5): group_ids [0, 2, 2], m_tile_ids [0, 1, 2]. With K = N = 256 and
+    // tk = tn = 128 the grid (n, t, k) runs 2 * 3 * 2 = 12 steps, k
+    // fastest. lhs's block (m_tile_ids[t], k), bf16[16, 128] = 4096 bytes,
+    // changes every step: 12 * 4096 = 49152. rhs's block (group_ids[t], k,
+    // n), bf16[128, 128] = 32768 bytes, changes every step too (k
+    // alternates): 12 * 32768 = 393216. out's block (m_tile_ids[t], n),
+    // f32[16, 128] = 8192 bytes, runs over (0,0) (0,0) (1,0) (1,0) (2,0)
+    // (2,0) per n: 6 write-backs = 49152. One bf16 16x128x128 dot a step.
+    let d = "tests/data/gmm_bf16_sizes_16_0_32";
+    let meta: Vec<String> = ["group_offsets", "group_ids", "m_tile_ids", "num_tiles"]
+        .iter()
+        .map(|n| format!("{n}={d}/{n}.npy"))
+        .collect();
+    let shape = [
+        "-k", "gmm", "-p", "M=48", "-p", "K=256", "-p", "N=256", "-p", "G=3", "-p", "tm=16", "-p",
+        "tn=128",
+    ];
+    let cache = TempDir::new("tune-count-gmm");
+    let mut args = vec!["tune", "kernels/gmm.pk", "--no-aot", "--json"];
+    args.extend(shape);
+    for m in &meta {
+        args.extend(["--in", m.as_str()]);
+    }
+    let o = pkc_cached(cache.path(), &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &json_lines(&o)[0];
+    let best = r["best"].as_array().expect("ranked");
+    let c = best
+        .iter()
+        .find(|c| c["params"]["tk"] == "128")
+        .unwrap_or_else(|| panic!("tk=128 is ranked: {r}"));
+    let w = &c["work"];
+    assert_eq!(w["counted"], true, "{w}");
+    assert_eq!(w["grid_steps"], 12, "{w}");
+    assert_eq!(w["bytes_in"], 49152 + 393216, "{w}");
+    assert_eq!(w["bytes_out"], 49152, "{w}");
+    assert_eq!(
+        w["dots"],
+        serde_json::json!([{"dtype": "bf16", "m": 16, "n": 128, "k": 128, "count": 12}])
+    );
+    // The CPU reference copies the same blocks, and the 60 bytes of
+    // metadata (i32[4], i32[5], i32[5], i32[1]) once per unit (2 units, n).
+    let mut bench = vec![
+        "bench",
+        "kernels/gmm.pk",
+        "-p",
+        "tk=128",
+        "--iters",
+        "1",
+        "--json",
+    ];
+    bench.extend(shape);
+    for m in &meta {
+        bench.extend(["--in", m.as_str()]);
+    }
+    let o = pkc(&bench);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let b: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+    assert_eq!(b["bytes_in"], 49152 + 393216 + 2 * 60, "{b}");
+    assert_eq!(b["bytes_out"], w["bytes_out"]);
+    // The static count runs the visit axis to its bound: 2 * 5 * 2 steps.
+    let mut args = vec!["tune", "kernels/gmm.pk", "--no-aot", "--json"];
+    args.extend(shape);
+    let o = pkc_cached(cache.path(), &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &json_lines(&o)[0];
+    let c = r["best"]
+        .as_array()
+        .expect("ranked")
+        .iter()
+        .find(|c| c["params"]["tk"] == "128")
+        .expect("tk=128 is ranked");
+    assert_eq!(c["work"]["counted"], false);
+    assert_eq!(c["work"]["grid_steps"], 20);
 }
 
 #[test]
