@@ -424,6 +424,12 @@ fn the_model_counts_the_work_paged_attention_does_on_the_given_lengths() {
             (blocks * (2 * bk + 2)) as f64,
             "ppb={ppb}"
         );
+        // The least traffic counts the pages read, not the whole cache, so
+        // the prediction stays above the roofline.
+        let roof = short[&ppb]["roofline_fraction"]
+            .as_f64()
+            .expect("a fraction");
+        assert!(roof > 0.0 && roof <= 1.0, "ppb={ppb}: {roof}");
     }
 
     // Lengths [64, 64, 64]: 8 pages each, 24 * 2 * 4096 = 196608 bytes;

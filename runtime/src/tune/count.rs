@@ -238,6 +238,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
             .sum();
     }
     w.approximate = c.approximate;
+    w.min_bytes = work::least_bytes(k, w.dma_bytes);
     Some(w)
 }
 
@@ -664,5 +665,47 @@ fn cast(x: S, d: DType) -> S {
         }
         S::B(b) => S::I(b as i64),
         i => i,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_follow_the_ir_semantics_of_their_dtype() {
+        // i32 arithmetic wraps: 2^31 - 1 + 1 is -2^31.
+        assert_eq!(
+            fit(
+                binary(BinaryOp::Add, S::I(i32::MAX as i64), S::I(1)),
+                DType::I32
+            ),
+            S::I(i32::MIN as i64)
+        );
+        // Division rounds toward zero, remainder takes the dividend's sign.
+        assert_eq!(binary(BinaryOp::Div, S::I(-7), S::I(2)), S::I(-3));
+        assert_eq!(binary(BinaryOp::Rem, S::I(-7), S::I(2)), S::I(-1));
+        // Division by zero is not a value the count knows.
+        assert_eq!(binary(BinaryOp::Div, S::I(1), S::I(0)), S::U);
+        // Float to integer truncates and saturates; NaN converts to 0.
+        assert_eq!(cast(S::F(-2.7), DType::I32), S::I(-2));
+        assert_eq!(cast(S::F(1e10), DType::I32), S::I(i32::MAX as i64));
+        assert_eq!(cast(S::F(300.0), DType::I8), S::I(127));
+        assert_eq!(cast(S::F(f64::NAN), DType::I32), S::I(0));
+        assert_eq!(cast(S::I(3), DType::Bool), S::B(true));
+        // NaN is unordered: only `!=` holds.
+        assert_eq!(compare(CmpOp::Ne, S::F(f64::NAN), S::F(1.0)), S::B(true));
+        assert_eq!(compare(CmpOp::Ge, S::F(f64::NAN), S::F(1.0)), S::B(false));
+        // Anything that meets an unknown value is unknown.
+        assert_eq!(binary(BinaryOp::Mul, S::U, S::I(0)), S::U);
+        assert_eq!(compare(CmpOp::Lt, S::I(1), S::U), S::U);
+        // f32 results are rounded to f32: 0.1 + 0.2 in f32.
+        assert_eq!(
+            fit(
+                binary(BinaryOp::Add, S::F(0.1f32 as f64), S::F(0.2f32 as f64)),
+                DType::F32
+            ),
+            S::F((0.1f32 + 0.2f32) as f64)
+        );
     }
 }

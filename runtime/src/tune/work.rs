@@ -49,7 +49,8 @@ pub struct Work {
     /// which the pipeline cannot overlap with compute.
     pub first_in_bytes: u64,
     pub last_out_bytes: u64,
-    /// Every operand moved once: the least traffic any blocking allows.
+    /// Every operand moved once (of those in HBM, at most what the DMAs
+    /// move): the least traffic any blocking allows.
     pub min_bytes: u64,
     /// Whether the work was counted on inputs ([`super::count`]); then
     /// `steps`, the bytes and `classes` are what the grid really does, and
@@ -131,14 +132,9 @@ pub fn count(k: &Kernel) -> Work {
     }
     // `body` counts DMA bytes per step.
     w.dma_bytes *= steps;
+    w.min_bytes = least_bytes(k, w.dma_bytes);
     for o in &k.operands {
         let elem = o.dtype.bytes();
-        let whole: u64 = o
-            .shape
-            .iter()
-            .map(|d| d.known().unwrap_or(0) as u64)
-            .product();
-        w.min_bytes += whole * elem;
         let Some(b) = &o.block else {
             continue;
         };
@@ -158,6 +154,28 @@ pub fn count(k: &Kernel) -> Work {
         }
     }
     w
+}
+
+/// The least traffic any blocking allows: every blocked or whole VMEM/SMEM
+/// operand moved once, and of the operands left in HBM (reached by DMA)
+/// at most what the kernel's DMAs move, `dma_bytes` (a paged kernel reads
+/// only the pages its lengths fill, not the whole cache).
+pub(super) fn least_bytes(k: &Kernel, dma_bytes: u64) -> u64 {
+    let (mut moved, mut in_hbm) = (0u64, 0u64);
+    for o in &k.operands {
+        let whole = o
+            .shape
+            .iter()
+            .map(|d| d.known().unwrap_or(0).max(0) as u64)
+            .product::<u64>()
+            * o.dtype.bytes();
+        if o.block.is_none() && o.space == pk_lang::ir::Space::Any {
+            in_hbm += whole;
+        } else {
+            moved += whole;
+        }
+    }
+    moved + in_hbm.min(dma_bytes)
 }
 
 fn elements(f: &Func, v: pk_lang::ir::Value) -> u64 {
