@@ -574,6 +574,89 @@ fn the_model_counts_the_visits_grouped_matmul_metadata_asks_for() {
 }
 
 #[test]
+fn the_model_counts_the_pages_ragged_paged_attention_copies_for_its_tables() {
+    // tests/data/ragged_f32_mixed_gqa_tq20_bq16: 4 sequences, query rows
+    // cu_q_lens [0, 5, 6, 6, 18] of kv_lens [21, 9, 0, 12], blocks of
+    // bq = 16 query rows, pages of 8 tokens of f32[8, 32] = 1024 bytes, KH
+    // = 2 heads. Block 0 (rows 0-15) holds sequence 0 (positions 16-20,
+    // which see pages 0-2: 3 pages), 1 (position 8: pages 0-1, 2) and 3
+    // (positions 0-9: pages 0-1, 2); block 1 (rows 16-19) sequence 3
+    // (positions 10-11: pages 0-1, 2). 9 pages per head, keys and values:
+    // 9 * 2 * 2 * 1024 = 36864 bytes, for any ppb (only pages a query
+    // sees are copied).
+    let d = "tests/data/ragged_f32_mixed_gqa_tq20_bq16";
+    let tables: Vec<String> = ["cu_q_lens", "kv_lens", "page_indices", "num_seqs"]
+        .iter()
+        .map(|n| format!("{n}={d}/{n}.npy"))
+        .collect();
+    let shape = [
+        "-p",
+        "TQ=20",
+        "-p",
+        "S=6",
+        "-p",
+        "H=4",
+        "-p",
+        "KH=2",
+        "-p",
+        "D=32",
+        "-p",
+        "P=12",
+        "-p",
+        "page_size=8",
+        "-p",
+        "pages_per_seq=3",
+        "-p",
+        "bq=16",
+        "-p",
+        "T=f32",
+    ];
+    let cache = TempDir::new("tune-count-ragged");
+    let mut args = vec![
+        "tune",
+        "kernels/ragged_paged_attention.pk",
+        "--no-aot",
+        "--json",
+    ];
+    args.extend(shape);
+    for t in &tables {
+        args.extend(["--in", t.as_str()]);
+    }
+    let o = pkc_cached(cache.path(), &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ranked = by_ppb(&json_lines(&o)[0]);
+    assert!(ranked.len() >= 2, "{ranked:?}");
+    for (ppb, c) in &ranked {
+        let w = &c["work"];
+        assert_eq!(w["counted"], true, "ppb={ppb}");
+        assert_eq!(w["approximate"], 0, "ppb={ppb}: {w}");
+        assert_eq!(w["grid_steps"], 4, "ppb={ppb}: KH = 2 by 2 query blocks");
+        assert_eq!(w["dma_bytes"], 36864, "ppb={ppb}: {w}");
+    }
+    // The CPU reference starts the same copies.
+    for ppb in ["1", "2"] {
+        let p = format!("ppb={ppb}");
+        let mut bench = vec![
+            "bench",
+            "kernels/ragged_paged_attention.pk",
+            "-p",
+            &p,
+            "--iters",
+            "1",
+            "--json",
+        ];
+        bench.extend(shape);
+        for t in &tables {
+            bench.extend(["--in", t.as_str()]);
+        }
+        let o = pkc(&bench);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let b: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+        assert_eq!(b["dma_bytes"], 36864, "{p}: {b}");
+    }
+}
+
+#[test]
 fn counting_needs_every_prefetch_array_in_the_shape_of_the_configuration() {
     let cache = TempDir::new("tune-count-errors");
     let lengths = ("lengths", "lengths_short.npy");
