@@ -281,6 +281,11 @@ struct Counter<'a> {
 }
 
 impl Counter<'_> {
+    /// Forgets the scalars stored to ref `r`.
+    fn forget(&mut self, r: usize) {
+        self.smem.retain(|(at, _), _| *at != r);
+    }
+
     /// Whether the count spent its budget of ops (it then gives up).
     fn exhausted(&self) -> bool {
         self.ops_left == 0
@@ -355,14 +360,24 @@ impl Counter<'_> {
                     let inits: Vec<S> = inits.iter().map(|v| env[v.index()]).collect();
                     self.while_loop(f, *cond, *body, inits, env, acc)
                 }
-                OpKind::DmaStart { src, .. } => {
+                OpKind::DmaStart { src, dst, .. } => {
                     acc.dma_bytes += work::dma_bytes(k, src);
+                    self.forget(dst.target.index());
                     Vec::new()
                 }
                 OpKind::Store(view, x, None) if f.ty(*x).is_scalar() => {
-                    if let Some(at) = self.position(view, env) {
-                        self.smem.insert((view.target.index(), at), env[x.index()]);
+                    match self.position(view, env) {
+                        Some(at) => {
+                            self.smem.insert((view.target.index(), at), env[x.index()]);
+                        }
+                        None => self.forget(view.target.index()),
                     }
+                    Vec::new()
+                }
+                // A tile (or masked) store may overwrite scalars stored
+                // before: they are unknown from here on.
+                OpKind::Store(view, ..) => {
+                    self.forget(view.target.index());
                     Vec::new()
                 }
                 _ => {
