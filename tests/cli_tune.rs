@@ -1,7 +1,8 @@
 //! `pkc tune` end to end: the space, pruning and libtpu's agreement with
 //! the checker on five targets, the JSON report, `--seed` sampling, the
 //! cache (a hit, a miss after the source changes) and `--tuned` in `pkc
-//! build` and `pkc run`, and the errors of the command.
+//! build` and `pkc run`, `--plot`, and the errors of the command (counting
+//! mode, `--in`, is in tests/cli_tune_count.rs).
 //!
 //! Tests that compile with libtpu print a notice and pass when it is not
 //! installed, unless `CI=true`.
@@ -345,4 +346,102 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     assert!(stderr(&o).contains("PK4002"), "{}", stderr(&o));
     let o = pkc(&["explain", "PK6002"]);
     assert_eq!(code(&o), 0);
+}
+
+/// Checks that `text` is well-formed XML as far as the plot needs: every
+/// start tag closed in order, and one root element. Returns the count of
+/// each element name.
+fn xml_elements(text: &str) -> Result<std::collections::BTreeMap<String, usize>, String> {
+    let mut open: Vec<String> = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    let mut roots = 0;
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        let gt = rest[lt..].find('>').ok_or("a tag is not closed")? + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            match open.pop() {
+                Some(o) if o == name.trim() => continue,
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '/')
+            .collect();
+        if name.is_empty() {
+            return Err(format!("a tag without a name: <{tag}>"));
+        }
+        if open.is_empty() {
+            roots += 1;
+        }
+        *counts.entry(name.clone()).or_insert(0) += 1;
+        if !tag.ends_with('/') {
+            open.push(name);
+        }
+    }
+    if !open.is_empty() || roots != 1 {
+        return Err(format!("unclosed {open:?}, {roots} root elements"));
+    }
+    Ok(counts)
+}
+
+#[test]
+fn plot_draws_one_mark_per_configuration_of_every_target() {
+    let dir = TempDir::new("tune-plot");
+    let src = dir.file("copy.pk", COPY.as_bytes());
+    let plot = dir.path().join("space.svg");
+    let o = pkc_cached(
+        &dir.path().join("cache"),
+        &[
+            "tune",
+            src.to_str().expect("UTF-8 path"),
+            "--no-aot",
+            "--target",
+            "v5e,v6e",
+            "--plot",
+            plot.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&plot).expect("the plot is written");
+    assert!(svg.contains("<svg"), "{svg}");
+    let elements = xml_elements(&svg).unwrap_or_else(|e| panic!("{e}:\n{svg}"));
+    // 4 configurations per target (bm in [8, 16] x bn in [128, 256]), one
+    // pruned by the `where`: a circle each, on two panels.
+    assert_eq!(elements.get("circle"), Some(&8), "{elements:?}");
+    // The best configuration of each target is marked with a triangle.
+    assert_eq!(elements.get("polygon"), Some(&2), "{elements:?}");
+    assert!(svg.contains("copy on v5e") && svg.contains("copy on v6e"));
+    // Written by renaming a finished temporary file: nothing else is left.
+    let mut left = dir.entries();
+    left.sort();
+    assert_eq!(left, vec!["cache", "copy.pk", "space.svg"]);
+
+    // A destination that cannot be written fails before any tuning.
+    let o = pkc_cached(
+        &dir.path().join("cache"),
+        &[
+            "tune",
+            src.to_str().expect("UTF-8 path"),
+            "--no-aot",
+            "--plot",
+            dir.path()
+                .join("no/such/dir.svg")
+                .to_str()
+                .expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        common::codes_in(&stderr(&o)),
+        vec!["PK1007"],
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "nothing tuned: {}", stdout(&o));
 }

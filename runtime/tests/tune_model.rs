@@ -10,7 +10,7 @@ use pk_runtime::tune::cache::{self, Entry, Key};
 use pk_runtime::tune::model::{predict, Generation};
 use pk_runtime::tune::search::successive_halving;
 use pk_runtime::tune::space::{Axis, Space};
-use pk_runtime::tune::work::{count, Dot, Work};
+use pk_runtime::tune::work::{count, Dot, StepClass, Work};
 use std::path::{Path, PathBuf};
 
 fn matmul_path() -> PathBuf {
@@ -317,4 +317,51 @@ fn cache_entries_are_keyed_by_source_and_written_whole() {
         .collect();
     assert_eq!(names, vec![path], "no temporary file is left behind");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn counted_steps_are_predicted_class_by_class() {
+    // Two steps on v5e (one core): one runs a 1024^3 bf16 dot and copies
+    // 8 MiB, the other (a sequence with nothing to do) neither. By hand:
+    // step 1 takes max(2 * 1024^3 / 197e12, 8 MiB / 819 GB/s) = 10.90 us
+    // plus the 0.35 us overhead, step 2 the overhead alone, and the first
+    // and last blocks (4 + 4 MiB) are not overlapped.
+    let w = Work {
+        counted: true,
+        steps: 2,
+        parallel_steps: 2,
+        classes: vec![
+            StepClass {
+                count: 1,
+                dots: vec![Dot {
+                    dtype: DType::BF16,
+                    m: 1024,
+                    n: 1024,
+                    k: 1024,
+                    count: 1,
+                }],
+                bytes: 8 << 20,
+                ..StepClass::default()
+            },
+            StepClass {
+                count: 1,
+                ..StepClass::default()
+            },
+        ],
+        first_in_bytes: 4 << 20,
+        last_out_bytes: 4 << 20,
+        min_bytes: 8 << 20,
+        ..Work::default()
+    };
+    let g = Generation::of(TpuTarget::V5e);
+    let compute = 2.0 * 1024f64.powi(3) / 197e12;
+    let copy = (8u64 << 20) as f64 / 819e9;
+    let expected = compute.max(copy) + 0.35e-6 + 0.35e-6 + (8u64 << 20) as f64 / 819e9;
+    let p = predict(g, &w);
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    assert!(!p.memory_bound);
 }

@@ -17,6 +17,8 @@ pub mod output;
 pub mod run;
 pub mod test;
 pub mod tune;
+pub mod tune_inputs;
+pub mod tune_plot;
 pub mod tune_report;
 pub mod ui;
 pub mod usage;

@@ -1,7 +1,7 @@
 //! `pkc tune FILE -p M=.. [--in NAME=PATH].. --target T[,..] [--eval
 //! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--json] [--tuned-cache
-//! DIR] [--no-aot]`: chooses a kernel's tunable parameters per target
-//! (docs/tuning.md).
+//! DIR] [--no-aot] [--plot FILE.svg]`: chooses a kernel's tunable parameters
+//! per target (docs/tuning.md).
 //!
 //! The pipeline, per target: take the space the kernel's candidates declare
 //! (every configuration when it holds at most `--budget`, else a seeded
@@ -11,22 +11,26 @@
 //! the survivors with libtpu ahead of time, on `--jobs` threads, recording
 //! code size and memory and dropping what libtpu refuses; rank them with
 //! one evaluator (successive halving over timing repeats for `cpu`); print
-//! the best, the default and why it lost; cache the best.
+//! the best, the default and why it lost; cache the best. With `--in`, the
+//! model sees the work counted on those inputs (`tune::count`) instead of
+//! the static count.
 
 use super::build::{parse_targets, Targets};
 use super::common::{
     parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN, EXIT_USAGE,
 };
 use super::cpu::parse_named;
+use super::tune_inputs::{count_arrays, read_given, Given};
 use super::ui::{json_line, print_diagnostic, progress, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
+use pk_runtime::cpu::Error as CpuError;
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
 use pk_runtime::pjrt::{MemoryStats, PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
 use pk_runtime::tune::cache::{self, Entry, Key};
 use pk_runtime::tune::model::{self, Generation, Prediction};
 use pk_runtime::tune::space::{Axis, Config, Space};
-use pk_runtime::tune::{search, work};
+use pk_runtime::tune::{count, search, work};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,8 +48,9 @@ pub struct Args {
     /// `-p M=4096`. Repeatable.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
-    /// An input array for `--eval cpu`: `--in ids=ids.npy`; the others are
-    /// random.
+    /// An input array: `--in lengths=lengths.npy`. `--eval model` counts
+    /// the work on the given inputs (every scalar-prefetch operand is then
+    /// needed); `--eval cpu` times runs on them (the others random).
     #[arg(long = "in", value_name = "NAME=PATH", value_parser = parse_named)]
     pub inputs: Vec<(String, PathBuf)>,
     /// TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x), or `all`.
@@ -77,6 +82,10 @@ pub struct Args {
     /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
     #[arg(long, value_name = "PATH")]
     pub libtpu: Option<PathBuf>,
+    /// Draw every target's space (time against configuration) into this
+    /// SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,6 +138,9 @@ pub enum TuneError {
 enum Outcome {
     /// The checker (or lowering) rejected it: the first error's code.
     Pruned(String),
+    /// The `--in` arrays do not fit it (a missing, unknown or misshapen
+    /// operand): counted with the pruned, under the error's code.
+    BadInput(Box<CpuError>),
     /// libtpu refused it: its message's first line.
     Refused(String),
     Built(Box<Candidate>),
@@ -145,6 +157,25 @@ pub struct Candidate {
     pub seconds: f64,
 }
 
+/// What became of one configuration tried, for the plot and the JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PointStatus {
+    /// Ranked with this time, seconds.
+    Ranked(f64),
+    /// Rejected by the checker (or its inputs): the code.
+    Pruned(String),
+    /// Refused by libtpu: its message.
+    Refused(String),
+    /// Built, but the evaluator could not time it.
+    Unranked,
+}
+
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub config: Config,
+    pub status: PointStatus,
+}
+
 /// The result of one target, for the report and the cache.
 pub struct TargetResult {
     pub target: TpuTarget,
@@ -159,6 +190,10 @@ pub struct TargetResult {
     pub cache_path: Option<PathBuf>,
     /// Whether libtpu compiled the survivors (not under `--no-aot`).
     pub aot: bool,
+    /// Every configuration tried, in the order tried.
+    pub points: Vec<Point>,
+    /// The first `--in` error, shown when it pruned every configuration.
+    pub input_error: Option<Box<CpuError>>,
 }
 
 pub fn run(a: Args) -> u8 {
@@ -200,11 +235,31 @@ pub fn run(a: Args) -> u8 {
             }
         }
     };
+    // The arrays the model counts the work on are read once.
+    let given = if a.eval == Eval::Model {
+        match read_given(&a.inputs) {
+            Ok(g) => g,
+            Err(e) => return super::cpu::report_cpu(&e),
+        }
+    } else {
+        Vec::new()
+    };
+    // The plot's destination is checked (and its temporary file made)
+    // before anything is tuned.
+    let plot = match a.plot.as_deref().map(super::output::Output::prepare) {
+        None => None,
+        Some(Ok(o)) => Some(o),
+        Some(Err(e)) => return super::cpu::report_cpu(&e),
+    };
     let dir = cache::dir(a.tuned_cache.as_deref());
     let mut status = EXIT_OK;
+    let mut results = Vec::new();
     for &target in &a.target.0 {
-        let mut r = tune_target(&a, &name, &space, target, plugin);
+        let mut r = tune_target(&a, &name, &space, target, plugin, &given);
         if r.ranked.is_empty() {
+            if let Some(e) = &r.input_error {
+                print_diagnostic(e.as_ref());
+            }
             let mut why: Vec<String> = r
                 .pruned
                 .iter()
@@ -219,6 +274,7 @@ pub fn run(a: Args) -> u8 {
                 why: why.join(", "),
             });
             status = EXIT_ERRORS;
+            results.push(r);
             continue;
         }
         let key = cache_key(&text, &name, &params, &a.params, &space, target, a.eval);
@@ -238,6 +294,22 @@ pub fn run(a: Args) -> u8 {
             json_line(&super::tune_report::json(&name, a.eval, &r));
         } else if !ui().quiet {
             print!("{}", super::tune_report::table(&name, a.eval, &r));
+        }
+        results.push(r);
+    }
+    if let Some(out) = plot {
+        let written = super::tune_plot::svg(&name, a.eval, &results)
+            .map_err(|reason| CpuError::WriteFailed {
+                path: a
+                    .plot
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string()),
+                reason,
+            })
+            .and_then(|svg| super::output::commit(vec![out], &[svg.into_bytes()]));
+        if let Err(e) = written {
+            print_diagnostic(&e);
+            status = status.max(EXIT_ERRORS);
         }
     }
     status
@@ -375,6 +447,7 @@ fn tune_target(
     space: &Space,
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
+    given: &Given,
 ) -> TargetResult {
     let configs = space.choose(a.budget, a.seed);
     let jobs = a
@@ -394,7 +467,7 @@ fn tune_target(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(c) = configs.get(i) else { break };
-                let o = evaluate_static(a, space, c, target, plugin, g);
+                let o = evaluate_static(a, space, c, target, plugin, g, given);
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -409,15 +482,47 @@ fn tune_target(
     let mut pruned: BTreeMap<String, usize> = BTreeMap::new();
     let mut refused = Vec::new();
     let mut built: Vec<Candidate> = Vec::new();
+    let mut points = Vec::new();
+    let mut input_error = None;
     for (i, o) in outcomes {
-        match o {
-            Outcome::Pruned(code) => *pruned.entry(code).or_default() += 1,
-            Outcome::Refused(m) => refused.push((space.describe(&configs[i]), m)),
-            Outcome::Built(c) => built.push(*c),
-        }
+        let status = match o {
+            Outcome::Pruned(code) => {
+                *pruned.entry(code.clone()).or_default() += 1;
+                PointStatus::Pruned(code)
+            }
+            Outcome::BadInput(e) => {
+                let code =
+                    miette::Diagnostic::code(e.as_ref()).map_or("?".to_string(), |c| c.to_string());
+                *pruned.entry(code.clone()).or_default() += 1;
+                input_error.get_or_insert(e);
+                PointStatus::Pruned(code)
+            }
+            Outcome::Refused(m) => {
+                refused.push((space.describe(&configs[i]), m.clone()));
+                PointStatus::Refused(m)
+            }
+            Outcome::Built(c) => {
+                built.push(*c);
+                PointStatus::Unranked
+            }
+        };
+        points.push(Point {
+            config: configs[i].clone(),
+            status,
+        });
     }
     let ranked = rank(a, built, target);
+    for p in points
+        .iter_mut()
+        .filter(|p| p.status == PointStatus::Unranked)
+    {
+        if let Some(c) = ranked.iter().find(|c| c.config == p.config) {
+            p.status = PointStatus::Ranked(c.seconds);
+        }
+    }
     TargetResult {
+        points,
+        input_error,
         target,
         space: space.clone(),
         space_size: space.size(),
@@ -439,6 +544,7 @@ fn evaluate_static(
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
     g: &Generation,
+    given: &Given,
 ) -> Outcome {
     let mut params = a.params.clone();
     params.extend(space.params(c));
@@ -462,6 +568,19 @@ fn evaluate_static(
     let Some(built) = b.kernels.into_iter().next() else {
         return Outcome::Pruned("?".into());
     };
+    // With `--in`, the work the grid really does on those inputs; else the
+    // static count (also for a grid too large to count). Inputs that do not
+    // fit this configuration prune it before libtpu is asked.
+    let w = if given.is_empty() {
+        work::count(&built.kernel)
+    } else {
+        match count_arrays(&built.kernel, given) {
+            Ok(arrays) => {
+                count::count(&built.kernel, &arrays).unwrap_or_else(|| work::count(&built.kernel))
+            }
+            Err(e) => return Outcome::BadInput(Box::new(e)),
+        }
+    };
     let (mut code_bytes, mut memory) = (None, None);
     if let Some(plugin) = plugin {
         let Some(m) = built.package.stablehlo_for(target) else {
@@ -478,7 +597,6 @@ fn evaluate_static(
             Err(e) => return Outcome::Refused(refusal(&e)),
         }
     }
-    let w = work::count(&built.kernel);
     let prediction = model::predict(g, &w);
     Outcome::Built(Box::new(Candidate {
         config: c.clone(),

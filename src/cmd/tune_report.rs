@@ -2,7 +2,7 @@
 //! default and why it lost, or one JSON object per target; and the CPU
 //! timing of `--eval cpu`.
 
-use super::tune::{Candidate, Eval, TargetResult};
+use super::tune::{Candidate, Eval, PointStatus, TargetResult};
 use pk_runtime::cpu::{CpuKernel, HostArray, RunOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -158,8 +158,31 @@ pub fn json(kernel: &str, eval: Eval, r: &TargetResult) -> serde_json::Value {
             "grid_steps": c.work.steps,
             "generated_code_bytes": c.code_bytes,
             "memory": c.memory,
+            "work": work_json(&c.work),
         })
     };
+    let points: Vec<serde_json::Value> = r
+        .points
+        .iter()
+        .map(|p| {
+            let params: std::collections::BTreeMap<_, _> =
+                r.space.params(&p.config).into_iter().collect();
+            match &p.status {
+                PointStatus::Ranked(s) => {
+                    serde_json::json!({"params": params, "status": "ranked", "seconds": s})
+                }
+                PointStatus::Pruned(code) => {
+                    serde_json::json!({"params": params, "status": "pruned", "code": code})
+                }
+                PointStatus::Refused(m) => {
+                    serde_json::json!({"params": params, "status": "refused", "message": m})
+                }
+                PointStatus::Unranked => {
+                    serde_json::json!({"params": params, "status": "unranked"})
+                }
+            }
+        })
+        .collect();
     let default = default_of(r);
     serde_json::json!({
         "type": "tune",
@@ -182,6 +205,26 @@ pub fn json(kernel: &str, eval: Eval, r: &TargetResult) -> serde_json::Value {
             v
         }),
         "cache": r.cache_path.as_ref().map(|p| p.display().to_string()),
+        "points": points,
+    })
+}
+
+/// The work the model saw, per call: counted on the `--in` inputs
+/// (`counted`) or from the IR.
+fn work_json(w: &pk_runtime::tune::work::Work) -> serde_json::Value {
+    let (dots, vector_ops, transcendentals) = w.per_call();
+    serde_json::json!({
+        "counted": w.counted,
+        "approximate": w.approximate,
+        "grid_steps": w.steps,
+        "dots": dots.iter().map(|d| serde_json::json!({
+            "dtype": d.dtype.name(), "m": d.m, "n": d.n, "k": d.k, "count": d.count,
+        })).collect::<Vec<_>>(),
+        "vector_ops": vector_ops,
+        "transcendentals": transcendentals,
+        "bytes_in": w.bytes_in,
+        "bytes_out": w.bytes_out,
+        "dma_bytes": w.dma_bytes,
     })
 }
 

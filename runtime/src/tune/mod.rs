@@ -9,6 +9,7 @@
 //! --tuned` read the cache.
 
 pub mod cache;
+pub mod count;
 pub mod model;
 pub mod search;
 pub mod space;

@@ -10,11 +10,13 @@
 //! takes the larger of compute and copy time, plus a fixed per-step
 //! overhead. The first step's copies in and the last step's copies out are
 //! not overlapped. Steps of `parallel` axes are shared between the
-//! TensorCores of a megacore chip, which share its HBM bandwidth.
+//! TensorCores of a megacore chip, which share its HBM bandwidth. Work
+//! counted on inputs ([`super::count`]) is predicted the same way per
+//! class of equal steps, each step with its own copies and compute.
 //!
 //! docs/tuning.md gives the source of every constant.
 
-use super::work::Work;
+use super::work::{Dot, Work};
 use crate::pjrt::TpuTarget;
 use pk_lang::ir::DType;
 
@@ -141,36 +143,74 @@ pub struct Prediction {
     pub steps: u64,
 }
 
-/// Predicts the time of one call of the kernel whose work is `w`.
+/// One step's compute time on one core: the MXU, the VPU and the EUP
+/// work in parallel, so the largest of the three. Also the ideal time of
+/// its dots at the chip's peak (for the roofline).
+fn compute_seconds(
+    g: &Generation,
+    dots: &[Dot],
+    vector_ops: f64,
+    transcendentals: f64,
+) -> (f64, f64) {
+    let per_core = |chip_rate: f64| chip_rate / g.cores as f64;
+    // The MXU works on whole `mxu_dim` tiles: a 128-wide dot on a 256-wide
+    // MXU uses half of it.
+    let mut mxu_s = 0.0;
+    let mut ideal_s = 0.0;
+    for d in dots {
+        let pad = |x: u64| x.div_ceil(g.mxu_dim) * g.mxu_dim;
+        let padded = 2.0 * pad(d.m) as f64 * pad(d.n) as f64 * pad(d.k) as f64;
+        let exact = 2.0 * d.m as f64 * d.n as f64 * d.k as f64;
+        mxu_s += d.count as f64 * padded / per_core(g.mxu_rate(d.dtype));
+        ideal_s += d.count as f64 * exact / g.mxu_rate(d.dtype);
+    }
+    let vpu_rate = per_core(g.bf16_flops) * VPU_PER_MXU_FLOP;
+    let vpu_s = vector_ops / vpu_rate;
+    let eup_s = transcendentals / (vpu_rate * EUP_PER_VPU_OP);
+    (mxu_s.max(vpu_s).max(eup_s), ideal_s)
+}
+
+/// Predicts the time of one call of the kernel whose work is `w`: from
+/// its step classes when it was counted on inputs (each class's steps
+/// take their own time), else from its one static step.
 pub fn predict(g: &Generation, w: &Work) -> Prediction {
     let cores_used = if w.parallel_steps >= g.cores as u64 {
         g.cores as f64
     } else {
         1.0
     };
-    let per_core = |chip_rate: f64| chip_rate / g.cores as f64;
-    // The MXU works on whole `mxu_dim` tiles: a 128-wide dot on a 256-wide
-    // MXU uses half of it.
-    let mut mxu_s = 0.0;
-    let mut ideal_flops_s = 0.0;
-    for d in &w.dots {
-        let pad = |x: u64| x.div_ceil(g.mxu_dim) * g.mxu_dim;
-        let padded = 2.0 * pad(d.m) as f64 * pad(d.n) as f64 * pad(d.k) as f64;
-        let exact = 2.0 * d.m as f64 * d.n as f64 * d.k as f64;
-        mxu_s += d.count as f64 * padded / per_core(g.mxu_rate(d.dtype));
-        ideal_flops_s += d.count as f64 * exact * w.steps as f64 / g.mxu_rate(d.dtype);
-    }
-    let vpu_rate = per_core(g.bf16_flops) * VPU_PER_MXU_FLOP;
-    let vpu_s = w.vector_ops / vpu_rate;
-    let eup_s = w.transcendentals / (vpu_rate * EUP_PER_VPU_OP);
-    let compute_s = mxu_s.max(vpu_s).max(eup_s);
     // Both cores draw on one HBM.
     let bw = g.hbm_bytes_per_s / cores_used;
     let steps = w.steps.max(1) as f64;
-    let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
-    let step_s = compute_s.max(copy_s) + STEP_OVERHEAD_S;
     let fill_s = (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
-    let seconds = (steps / cores_used).ceil() * step_s + fill_s;
+    let (seconds, ideal_flops_s, memory_bound) = if w.counted {
+        // Steps are shared by the cores as the static case shares them:
+        // ceil(steps / cores) of the average step.
+        let (mut sum_s, mut ideal, mut compute_total, mut copy_total) = (0.0, 0.0, 0.0, 0.0);
+        for c in &w.classes {
+            let (compute_s, ideal_s) = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals);
+            let copy_s = c.bytes as f64 / bw;
+            sum_s += c.count as f64 * (compute_s.max(copy_s) + STEP_OVERHEAD_S);
+            ideal += c.count as f64 * ideal_s;
+            compute_total += c.count as f64 * compute_s;
+            copy_total += c.count as f64 * copy_s;
+        }
+        let share = if w.steps == 0 {
+            0.0
+        } else {
+            (steps / cores_used).ceil() / steps
+        };
+        (sum_s * share + fill_s, ideal, copy_total > compute_total)
+    } else {
+        let (compute_s, ideal_s) = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals);
+        let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
+        let step_s = compute_s.max(copy_s) + STEP_OVERHEAD_S;
+        (
+            (steps / cores_used).ceil() * step_s + fill_s,
+            ideal_s * w.steps as f64,
+            copy_s > compute_s,
+        )
+    };
     let ideal_s = ideal_flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
     Prediction {
         seconds,
@@ -179,7 +219,7 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
         } else {
             0.0
         },
-        memory_bound: copy_s > compute_s,
+        memory_bound,
         steps: w.steps,
     }
 }
