@@ -490,7 +490,8 @@ impl Counter<'_> {
         };
         let from_array = match self.k.refs[view.target].origin {
             RefOrigin::Operand(i) => self.arrays.get(&i).and_then(|a| a.get(at as usize)),
-            RefOrigin::Scratch(_) => None,
+            // Views are of VMEM and HBM refs only, never scalar memory.
+            RefOrigin::Scratch(_) | RefOrigin::View(_) => None,
         };
         match from_array {
             Some(&v) if d == DType::Bool => S::B(v != 0.0),
