@@ -7,9 +7,11 @@
 //! header (tiling, VMEM budget) are in [`rules`].
 
 mod align;
+mod arith;
 mod assert;
 pub mod builder;
 mod builtins;
+mod calls;
 mod dyngrid;
 mod header;
 mod optional;
@@ -25,6 +27,7 @@ mod unroll;
 pub mod value;
 mod views;
 mod when;
+mod windows;
 
 /// Whether `name` is a builtin function.
 pub fn is_builtin(name: &str) -> bool {
