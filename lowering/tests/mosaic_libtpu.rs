@@ -590,6 +590,44 @@ fn libtpu_refusal(plugin: &'static Plugin, src: &str, target: Target) -> Option<
     }
 }
 
+/// How the checker and libtpu take each `(what, source)` case, each
+/// compiled for one target taken in turn, so that every target sees every
+/// kind of case while a corpus stays within a minute: how many both accept,
+/// how many both refuse, and each disagreement. A case the checker refuses
+/// and libtpu compiles is no disagreement when `stricter("{what} on
+/// {target}")` holds (a known, listed case where pk is stricter).
+fn agreement(
+    plugin: &'static Plugin,
+    cases: &[(String, String)],
+    stricter: impl Fn(&str) -> bool,
+) -> (usize, usize, Vec<String>) {
+    let (mut accepted, mut refused, mut failures) = (0, 0, Vec::new());
+    for (n, (what, src)) in cases.iter().enumerate() {
+        let target = Target::ALL[(n + 1) % Target::ALL.len()];
+        let opts = Options {
+            target,
+            specialise: true,
+            ..Options::default()
+        };
+        let checker = pk_lang::compile_source("k.pk", src, &opts)
+            .err()
+            .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
+        let case = format!("{what} on {target}");
+        match (checker, libtpu_refusal(plugin, src, target)) {
+            (None, None) => accepted += 1,
+            (Some(_), Some(_)) => refused += 1,
+            (None, Some(e)) => failures.push(format!(
+                "{case}: the checker accepts it, libtpu refuses it: {e}"
+            )),
+            (Some(_), None) if stricter(&case) => refused += 1,
+            (Some(codes), None) => failures.push(format!(
+                "{case}: the checker refuses it ({codes:?}), libtpu compiles it"
+            )),
+        }
+    }
+    (accepted, refused, failures)
+}
+
 /// The checker and libtpu agree on run-time positions in every dimension of
 /// f32, bf16 and i8 VMEM refs, read and written: what the checker accepts
 /// libtpu compiles, and what the checker refuses (PK0325 unproven
@@ -600,8 +638,6 @@ fn libtpu_refusal(plugin: &'static Plugin, src: &str, target: Target) -> Option<
 fn libtpu_agrees_on_run_time_indices() {
     let Some(plugin) = plugin() else { return };
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
-    let mut failures = Vec::new();
-    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
     let mut cases: Vec<(String, String)> = Vec::new();
     for &(dtype, lo, step, off) in LOOP_INDICES {
         let what = format!("{dtype} loop {lo}..n[0] step {step} at c + {off}");
@@ -651,36 +687,12 @@ fn libtpu_agrees_on_run_time_indices() {
             }
         }
     }
-    for (what, src) in &cases {
-        n += 1;
-        let target = Target::ALL[n % Target::ALL.len()];
-        let opts = Options {
-            target,
-            specialise: true,
-            ..Options::default()
-        };
-        let checker = pk_lang::compile_source("k.pk", src, &opts)
-            .err()
-            .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
-        let libtpu = libtpu_refusal(plugin, src, target);
-        match (checker, libtpu) {
-            (None, None) => accepted += 1,
-            (Some(_), Some(_)) => refused += 1,
-            (None, Some(e)) => failures.push(format!(
-                "{what} on {target}: the checker accepts it, libtpu refuses it: {e}"
-            )),
-            (Some(_), None) if STRICTER.contains(&format!("{what} on {target}").as_str()) => {
-                refused += 1
-            }
-            (Some(codes), None) => failures.push(format!(
-                "{what} on {target}: the checker refuses it ({codes:?}), libtpu compiles it"
-            )),
-        }
-    }
+    let (accepted, refused, failures) = agreement(plugin, &cases, |c| STRICTER.contains(&c));
     assert!(
         failures.is_empty(),
-        "{} of {n} cases disagree:\n{}",
+        "{} of {} cases disagree:\n{}",
         failures.len(),
+        cases.len(),
         failures.join("\n")
     );
     // Both sides of the rule are exercised.
@@ -874,39 +886,16 @@ fn ref_view_kernels(case: &(&str, &str, &str, &str, &str)) -> Vec<(String, Strin
 fn libtpu_agrees_on_ref_reshapes_and_bitcasts() {
     let Some(plugin) = plugin() else { return };
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
-    let mut failures = Vec::new();
-    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
-    for case in REF_VIEWS {
-        for (what, src) in ref_view_kernels(case) {
-            n += 1;
-            let target = Target::ALL[n % Target::ALL.len()];
-            let opts = Options {
-                target,
-                specialise: true,
-                ..Options::default()
-            };
-            let checker = pk_lang::compile_source("k.pk", &src, &opts)
-                .err()
-                .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
-            match (checker, libtpu_refusal(plugin, &src, target)) {
-                (None, None) => accepted += 1,
-                (Some(_), Some(_)) => refused += 1,
-                (None, Some(e)) => failures.push(format!(
-                    "{what} on {target}: the checker accepts it, libtpu refuses it: {e}"
-                )),
-                (Some(_), None) if REF_VIEW_STRICTER.iter().any(|c| what.ends_with(c)) => {
-                    refused += 1
-                }
-                (Some(codes), None) => failures.push(format!(
-                    "{what} on {target}: the checker refuses it ({codes:?}), libtpu compiles it"
-                )),
-            }
-        }
-    }
+    let cases: Vec<(String, String)> = REF_VIEWS.iter().flat_map(ref_view_kernels).collect();
+    let (accepted, refused, failures) = agreement(plugin, &cases, |c| {
+        let what = c.rsplit_once(" on ").map_or(c, |(w, _)| w);
+        REF_VIEW_STRICTER.iter().any(|v| what.ends_with(v))
+    });
     assert!(
         failures.is_empty(),
-        "{} of {n} cases disagree:\n{}",
+        "{} of {} cases disagree:\n{}",
         failures.len(),
+        cases.len(),
         failures.join("\n")
     );
     assert!(
@@ -937,13 +926,10 @@ const DMA_LANE_WINDOWS: &[(&str, &str)] = &[
 fn libtpu_agrees_on_dma_lane_windows() {
     let Some(plugin) = plugin() else { return };
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
-    let mut failures = Vec::new();
-    let (mut accepted, mut refused, mut n) = (0, 0, 0usize);
+    let mut cases = Vec::new();
     for dtype in ["f32", "bf16", "i8"] {
         let rows = if dtype == "i8" { 32 } else { 16 };
         for (src, dst) in DMA_LANE_WINDOWS {
-            n += 1;
-            let target = Target::ALL[n % Target::ALL.len()];
             let src_w = format!("x.at[0..{rows}, {src}]");
             let dst_w = format!("buf.at[:, {dst}]");
             let text = format!(
@@ -958,31 +944,15 @@ scratch (buf: vmem {dtype}[{rows}, 256], sem: dma_sem[1])
 }}",
                 r2 = 2 * rows
             );
-            let opts = Options {
-                target,
-                specialise: true,
-                ..Options::default()
-            };
-            let checker = pk_lang::compile_source("k.pk", &text, &opts)
-                .err()
-                .map(|f| f.diags.iter().map(|d| d.code.code).collect::<Vec<_>>());
-            let what = format!("{dtype} DMA {src_w} -> {dst_w} on {target}");
-            match (checker, libtpu_refusal(plugin, &text, target)) {
-                (None, None) => accepted += 1,
-                (Some(_), Some(_)) => refused += 1,
-                (None, Some(e)) => failures.push(format!(
-                    "{what}: the checker accepts it, libtpu refuses it: {e}"
-                )),
-                (Some(c), None) => failures.push(format!(
-                    "{what}: the checker refuses it ({c:?}), libtpu compiles it"
-                )),
-            }
+            cases.push((format!("{dtype} DMA {src_w} -> {dst_w}"), text));
         }
     }
+    let (accepted, refused, failures) = agreement(plugin, &cases, |_| false);
     assert!(
         failures.is_empty(),
-        "{} of {n} cases disagree:\n{}",
+        "{} of {} cases disagree:\n{}",
         failures.len(),
+        cases.len(),
         failures.join("\n")
     );
     assert!(
