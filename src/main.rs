@@ -16,7 +16,8 @@ Exit codes:
   3  pkc test: the kernel ran and an output differs from its expected file
   4  the kernel failed while running: a strictness check, a trap, the time
      or fuel limit, or a run the host cannot hold in memory
-  5  the TPU toolchain is unavailable: libtpu missing or unloadable, no TPU";
+  5  the TPU toolchain is unavailable: libtpu missing or unloadable, no TPU,
+     no Ray (or no reachable cluster) for `pkc tune --ray`";
 
 /// pk: write TPU kernels in a small tile language, check them against the
 /// TPU's rules, build them for TPU generations, and run them on CPU.
@@ -63,6 +64,10 @@ enum Command {
     /// pruning, libtpu AOT, a performance model or CPU timing) and cache
     /// the best for `build --tuned` and `run --tuned`.
     Tune(cmd::tune::Args),
+    /// Compile StableHLO modules given as JSON on stdin with libtpu (what
+    /// a Ray task of `pkc tune --ray` runs).
+    #[command(hide = true)]
+    TuneWorker(cmd::tune_ray::WorkerArgs),
     /// Print a shell completion script: `pkc completions bash > ...`.
     Completions(cmd::completions::Args),
 }
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Aot(a) => cmd::aot::run(a),
         Command::Tune(a) => cmd::tune::run(a),
+        Command::TuneWorker(a) => cmd::tune_ray::worker(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Meta(a) => cmd::meta::run(a),

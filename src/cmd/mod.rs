@@ -19,6 +19,7 @@ pub mod test;
 pub mod tune;
 pub mod tune_inputs;
 pub mod tune_plot;
+pub mod tune_ray;
 pub mod tune_report;
 pub mod ui;
 pub mod usage;

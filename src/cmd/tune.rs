@@ -13,7 +13,8 @@
 //! one evaluator (successive halving over timing repeats for `cpu`); print
 //! the best, the default and why it lost; cache the best. With `--in`, the
 //! model sees the work counted on those inputs (`tune::count`) instead of
-//! the static count.
+//! the static count. With `--ray ADDRESS`, the libtpu compiles of every
+//! target run as tasks on a Ray cluster ([`super::tune_ray`]).
 
 use super::build::{parse_targets, Targets};
 use super::common::{
@@ -21,6 +22,7 @@ use super::common::{
 };
 use super::cpu::parse_named;
 use super::tune_inputs::{count_arrays, read_given, Given};
+use super::tune_ray::{self, RayError, RayUse};
 use super::ui::{json_line, print_diagnostic, progress, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
@@ -86,6 +88,11 @@ pub struct Args {
     /// SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Run the libtpu compiles on the Ray cluster at this address
+    /// (`HOST:PORT` of its head, or `auto`), with the Python of $PK_PYTHON,
+    /// else `python3`.
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "no_aot")]
+    pub ray: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -194,6 +201,16 @@ pub struct TargetResult {
     pub points: Vec<Point>,
     /// The first `--in` error, shown when it pruned every configuration.
     pub input_error: Option<Box<CpuError>>,
+    /// Where the compiles ran, under `--ray`.
+    pub ray: Option<RayUse>,
+}
+
+/// One target's configurations after the checker (and, without `--ray`,
+/// libtpu): built candidates wait for the ranking, or for their compile.
+struct Staged {
+    target: TpuTarget,
+    configs: Vec<Config>,
+    outcomes: Vec<Outcome>,
 }
 
 pub fn run(a: Args) -> u8 {
@@ -224,7 +241,7 @@ pub fn run(a: Args) -> u8 {
     if a.eval == Eval::Tpu {
         return tpu_unavailable(a.libtpu.as_deref());
     }
-    let plugin = if a.no_aot {
+    let plugin = if a.no_aot || a.ray.is_some() {
         None
     } else {
         match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
@@ -252,10 +269,32 @@ pub fn run(a: Args) -> u8 {
         Some(Err(e)) => return super::cpu::report_cpu(&e),
     };
     let dir = cache::dir(a.tuned_cache.as_deref());
+    // Under `--ray`, every target is checked first and their compiles go to
+    // the cluster together; else each target is compiled here in turn.
+    let mut staged = Vec::new();
+    let mut ray = None;
+    if let Some(address) = &a.ray {
+        for &target in &a.target.0 {
+            staged.push(stage(&a, &name, &space, target, None, &given));
+        }
+        match compile_on_ray(address, a.libtpu.as_deref(), &name, &mut staged) {
+            Ok(u) => ray = Some(u),
+            Err(e) => {
+                print_diagnostic(&e);
+                return EXIT_TOOLCHAIN;
+            }
+        }
+    }
+    let mut staged = staged.into_iter();
     let mut status = EXIT_OK;
     let mut results = Vec::new();
     for &target in &a.target.0 {
-        let mut r = tune_target(&a, &name, &space, target, plugin, &given);
+        let st = match staged.next() {
+            Some(st) => st,
+            None => stage(&a, &name, &space, target, plugin, &given),
+        };
+        let aot = plugin.is_some() || ray.is_some();
+        let mut r = finish(&a, &space, st, aot, ray.clone());
         if r.ranked.is_empty() {
             if let Some(e) = &r.input_error {
                 print_diagnostic(e.as_ref());
@@ -441,14 +480,16 @@ fn tpu_unavailable(libtpu: Option<&Path>) -> u8 {
     }
 }
 
-fn tune_target(
+/// Checks and lowers every configuration tried for `target` and, with a
+/// plugin, compiles the survivors, on `--jobs` threads.
+fn stage(
     a: &Args,
     name: &str,
     space: &Space,
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
     given: &Given,
-) -> TargetResult {
+) -> Staged {
     let configs = space.choose(a.budget, a.seed);
     let jobs = a
         .jobs
@@ -456,7 +497,11 @@ fn tune_target(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, configs.len().max(1));
     let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
-    bar.set_message("checking and compiling");
+    bar.set_message(if plugin.is_some() {
+        "checking and compiling"
+    } else {
+        "checking"
+    });
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     let g = Generation::of(target);
@@ -467,7 +512,14 @@ fn tune_target(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(c) = configs.get(i) else { break };
-                let o = evaluate_static(a, space, c, target, plugin, g, given);
+                let mut o = lower(a, space, c, target, g, given);
+                if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
+                    let compiled = match cand.built.package.stablehlo_for(target) {
+                        Some(m) => compile_module(p, target, m),
+                        None => Err(format!("no StableHLO for {target}")),
+                    };
+                    o = with_compile(o, compiled);
+                }
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -479,12 +531,75 @@ fn tune_target(
     bar.finish_and_clear();
     let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
     outcomes.sort_by_key(|(i, _)| *i);
+    Staged {
+        target,
+        configs,
+        outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
+    }
+}
+
+/// Sends the compiles of every staged target's candidates to the Ray
+/// cluster at `address`, and records what came back.
+fn compile_on_ray(
+    address: &str,
+    libtpu: Option<&Path>,
+    name: &str,
+    staged: &mut [Staged],
+) -> Result<RayUse, RayError> {
+    let mut at = Vec::new();
+    let mut jobs = Vec::new();
+    for (t, st) in staged.iter().enumerate() {
+        for (i, o) in st.outcomes.iter().enumerate() {
+            if let Outcome::Built(c) = o {
+                if let Some(module) = c.built.package.stablehlo_for(st.target) {
+                    at.push((t, i));
+                    jobs.push(tune_ray::Job {
+                        target: st.target,
+                        module,
+                    });
+                }
+            }
+        }
+    }
+    let bar = progress(jobs.len() as u64, &format!("tune {name} on Ray"));
+    bar.set_message(format!("connecting to {address}"));
+    let (compiled, used) = tune_ray::compile(address, libtpu, &jobs, &bar)?;
+    bar.finish_and_clear();
+    drop(jobs);
+    for ((t, i), r) in at.into_iter().zip(compiled) {
+        let o = std::mem::replace(&mut staged[t].outcomes[i], Outcome::Pruned(String::new()));
+        staged[t].outcomes[i] = with_compile(o, r);
+    }
+    Ok(used)
+}
+
+/// A built candidate with libtpu's result: its code size and memory, or
+/// its refusal.
+fn with_compile(o: Outcome, compiled: tune_ray::Compiled) -> Outcome {
+    match (o, compiled) {
+        (Outcome::Built(mut c), Ok((code, memory))) => {
+            c.code_bytes = Some(code);
+            c.memory = memory;
+            Outcome::Built(c)
+        }
+        (Outcome::Built(_), Err(m)) => Outcome::Refused(m),
+        (o, _) => o,
+    }
+}
+
+/// Ranks one staged target's candidates.
+fn finish(a: &Args, space: &Space, st: Staged, aot: bool, ray: Option<RayUse>) -> TargetResult {
+    let Staged {
+        target,
+        configs,
+        outcomes,
+    } = st;
     let mut pruned: BTreeMap<String, usize> = BTreeMap::new();
     let mut refused = Vec::new();
     let mut built: Vec<Candidate> = Vec::new();
     let mut points = Vec::new();
     let mut input_error = None;
-    for (i, o) in outcomes {
+    for (i, o) in outcomes.into_iter().enumerate() {
         let status = match o {
             Outcome::Pruned(code) => {
                 *pruned.entry(code.clone()).or_default() += 1;
@@ -532,17 +647,18 @@ fn tune_target(
         ranked,
         default: space.default_config(),
         cache_path: None,
-        aot: plugin.is_some(),
+        aot,
+        ray,
     }
 }
 
-/// Checks, lowers and compiles one configuration, and predicts its time.
-fn evaluate_static(
+/// Checks and lowers one configuration, and predicts its time; libtpu has
+/// not seen it yet.
+fn lower(
     a: &Args,
     space: &Space,
     c: &Config,
     target: TpuTarget,
-    plugin: Option<&'static Plugin>,
     g: &Generation,
     given: &Given,
 ) -> Outcome {
@@ -581,32 +697,32 @@ fn evaluate_static(
             Err(e) => return Outcome::BadInput(Box::new(e)),
         }
     };
-    let (mut code_bytes, mut memory) = (None, None);
-    if let Some(plugin) = plugin {
-        let Some(m) = built.package.stablehlo_for(target) else {
-            return Outcome::Refused(format!("no StableHLO for {target}"));
-        };
-        // Each thread compiles on its own topology; libtpu's compiler is
-        // thread-safe, and the shared stderr capture of `compile_logged`
-        // would serialise the workers.
-        match plugin.topology(target).and_then(|t| t.compile(m)) {
-            Ok(ck) => {
-                code_bytes = Some(ck.generated_code_bytes);
-                memory = ck.memory_stats;
-            }
-            Err(e) => return Outcome::Refused(refusal(&e)),
-        }
-    }
     let prediction = model::predict(g, &w);
     Outcome::Built(Box::new(Candidate {
         config: c.clone(),
         built,
-        code_bytes,
-        memory,
+        code_bytes: None,
+        memory: None,
         work: w,
         seconds: prediction.seconds,
         prediction,
     }))
+}
+
+/// Compiles one configuration's StableHLO for `target` with libtpu: its
+/// generated code bytes and memory, or libtpu's refusal. Each thread
+/// compiles on its own topology; libtpu's compiler is thread-safe, and the
+/// shared stderr capture of `compile_logged` would serialise the workers.
+pub(super) fn compile_module(
+    plugin: &'static Plugin,
+    target: TpuTarget,
+    stablehlo: &str,
+) -> tune_ray::Compiled {
+    plugin
+        .topology(target)
+        .and_then(|t| t.compile(stablehlo))
+        .map(|ck| (ck.generated_code_bytes, ck.memory_stats))
+        .map_err(|e| refusal(&e))
 }
 
 /// libtpu's reason for refusing a configuration, on one line: its status

@@ -52,6 +52,12 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
     if r.aot {
         out.push_str(&format!("  refused by libtpu: {}\n", r.refused.len()));
     }
+    if let Some(u) = &r.ray {
+        out.push_str(&format!(
+            "  compiled on the Ray cluster at {} ({} nodes, {} CPUs): {} compiles of every target ran on {} nodes in {} workers\n",
+            u.address, u.cluster_nodes, u.cluster_cpus, u.jobs, u.nodes, u.workers
+        ));
+    }
     for (c, m) in &r.refused {
         out.push_str(&format!("    {c}: {m}\n"));
     }
@@ -193,6 +199,7 @@ pub fn json(kernel: &str, eval: Eval, r: &TargetResult) -> serde_json::Value {
         "tried": r.tried,
         "pruned": r.pruned,
         "aot": r.aot,
+        "ray": r.ray.as_ref().map(|u| u.json()),
         "refused": r.refused.iter().map(|(c, m)| serde_json::json!({"config": c, "message": m})).collect::<Vec<_>>(),
         "ranked": r.ranked.len(),
         "best": r.ranked.iter().take(SHOWN).map(cand).collect::<Vec<_>>(),

@@ -47,4 +47,25 @@ pub const EXPLANATIONS: &[Explanation] = &[
         why: "Timing on the device is the only evaluator that measures the chip itself; on a machine without a TPU, `--eval model` predicts times from public per-generation figures and `--eval cpu` times the CPU reference.",
         example: "pkc tune k.pk --eval tpu   // error on a CPU-only host\npkc tune k.pk --eval model",
     },
+    Explanation {
+        code: "PK6005",
+        title: "ray-unavailable",
+        what: "`pkc tune --ray` could not run its Ray driver: the Python it uses (`$PK_PYTHON`, else `python3`) is missing or cannot import `ray`.",
+        why: "The sweep's libtpu compiles are sent to the cluster by a small driver shipped inside pkc, run with that Python; it needs the `ray` package, the same version as the cluster's.",
+        example: "PK_PYTHON=/usr/bin/python3 pkc tune k.pk --ray 10.0.0.2:6379   // error without ray\npython3 -m pip install ray && pkc tune k.pk --ray 10.0.0.2:6379",
+    },
+    Explanation {
+        code: "PK6006",
+        title: "ray-cluster-unreachable",
+        what: "`pkc tune --ray ADDRESS` could not connect to a Ray cluster at that address, or the cluster has no CPU to run tasks on.",
+        why: "ADDRESS is the `HOST:PORT` of a running head (`ray start --head` prints it), or `auto` on a node of the cluster; tasks need at least one CPU resource among the nodes.",
+        example: "pkc tune k.pk --ray 127.0.0.1:1   // error: nothing listens there\nray start --head --port 6379 && pkc tune k.pk --ray 127.0.0.1:6379",
+    },
+    Explanation {
+        code: "PK6007",
+        title: "ray-task-failed",
+        what: "A Ray task of `pkc tune --ray` failed on its node: pkc was not found there, libtpu could not be loaded, or the task died.",
+        why: "Each task runs `pkc tune-worker` on its node with pkc at the same path as on the machine that started the sweep (or `$PK_RAY_PKC`), and libtpu where that pkc finds it (`$PK_LIBTPU` or pk's cache); the message names the node.",
+        example: "pkc tune k.pk --ray head:6379   // error: no pkc at /opt/pk/bin/pkc on host worker-3\nPK_RAY_PKC=/shared/pk/bin/pkc pkc tune k.pk --ray head:6379",
+    },
 ];
