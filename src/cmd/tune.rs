@@ -514,10 +514,8 @@ fn stage(
                 let Some(c) = configs.get(i) else { break };
                 let mut o = lower(a, space, c, target, g, given);
                 if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
-                    let compiled = match cand.built.package.stablehlo_for(target) {
-                        Some(m) => compile_module(p, target, m),
-                        None => Err(format!("no StableHLO for {target}")),
-                    };
+                    let compiled =
+                        module_of(cand, target).and_then(|m| compile_module(p, target, m));
                     o = with_compile(o, compiled);
                 }
                 outcomes
@@ -548,15 +546,19 @@ fn compile_on_ray(
 ) -> Result<RayUse, RayError> {
     let mut at = Vec::new();
     let mut jobs = Vec::new();
+    let mut missing = Vec::new();
     for (t, st) in staged.iter().enumerate() {
         for (i, o) in st.outcomes.iter().enumerate() {
             if let Outcome::Built(c) = o {
-                if let Some(module) = c.built.package.stablehlo_for(st.target) {
-                    at.push((t, i));
-                    jobs.push(tune_ray::Job {
-                        target: st.target,
-                        module,
-                    });
+                match module_of(c, st.target) {
+                    Ok(module) => {
+                        at.push((t, i));
+                        jobs.push(tune_ray::Job {
+                            target: st.target,
+                            module,
+                        });
+                    }
+                    Err(m) => missing.push(((t, i), Err(m))),
                 }
             }
         }
@@ -566,11 +568,19 @@ fn compile_on_ray(
     let (compiled, used) = tune_ray::compile(address, libtpu, &jobs, &bar)?;
     bar.finish_and_clear();
     drop(jobs);
-    for ((t, i), r) in at.into_iter().zip(compiled) {
+    for ((t, i), r) in at.into_iter().zip(compiled).chain(missing) {
         let o = std::mem::replace(&mut staged[t].outcomes[i], Outcome::Pruned(String::new()));
         staged[t].outcomes[i] = with_compile(o, r);
     }
     Ok(used)
+}
+
+/// The StableHLO module libtpu compiles for a built candidate.
+fn module_of(c: &Candidate, target: TpuTarget) -> Result<&str, String> {
+    c.built
+        .package
+        .stablehlo_for(target)
+        .ok_or_else(|| format!("no StableHLO for {target}"))
 }
 
 /// A built candidate with libtpu's result: its code size and memory, or

@@ -212,15 +212,8 @@ pub fn compile(
     let (nodes, workers) = match outcome {
         Some(r) => r?,
         None => {
-            let tail: String = stderr
-                .lines()
-                .rev()
-                .take(8)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n");
+            let lines: Vec<&str> = stderr.lines().collect();
+            let tail = lines[lines.len().saturating_sub(8)..].join("\n");
             return Err(RayError::Unreachable {
                 address: address.to_string(),
                 message: format!(
