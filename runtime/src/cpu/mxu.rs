@@ -82,6 +82,8 @@ pub(crate) struct Scratch {
     /// Widened bf16 chunks of the two operands.
     lhs: Vec<f32>,
     rhs: Vec<f32>,
+    /// Exact f32 sums of one K chunk of an integer dot.
+    int_acc: Vec<f32>,
     /// Per ref, the block the MXU reads from the array instead of VMEM.
     direct: Vec<Option<Direct>>,
 }
@@ -148,6 +150,50 @@ impl Stored {
         let src = unsafe { std::slice::from_raw_parts(first, len) };
         widen(src, 0, rows, cols, self.ld, buf);
         (buf.as_ptr(), cols)
+    }
+}
+
+/// An operand of [`sgemm`]: its first element and its row and column
+/// strides (elements).
+type Strided = (*const f32, isize, isize);
+
+/// `dst[m x n] (+)= lhs[m x k] @ rhs[k x n]` in f32 on one thread; `dst`
+/// is dense with row stride `n`, and is added to when `add`.
+///
+/// # Safety
+/// Every element the shapes and strides reach lies inside its allocation;
+/// `dst` is 4-byte aligned and overlaps neither operand.
+unsafe fn sgemm(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut f32,
+    add: bool,
+    (lp, l_rs, l_cs): Strided,
+    (rp, r_rs, r_cs): Strided,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            n as isize,
+            add,
+            lp,
+            l_cs,
+            l_rs,
+            rp,
+            r_cs,
+            r_rs,
+            // dst = alpha * dst + beta * lhs @ rhs.
+            if add { 1.0 } else { 0.0 },
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
     }
 }
 
@@ -274,30 +320,7 @@ pub(crate) fn dot(
                 // aligned, and overlaps no operand; each operand chunk lies,
                 // 4-byte aligned, inside `mem`, a scratch buffer, or an
                 // input array that nothing writes during the run.
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        kc,
-                        dst,
-                        1,
-                        n as isize,
-                        add,
-                        lp,
-                        l_cs,
-                        l_rs,
-                        rp,
-                        r_cs,
-                        r_rs,
-                        // dst = alpha * dst + beta * lhs @ rhs.
-                        if add { 1.0 } else { 0.0 },
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
+                unsafe { sgemm((m, n, kc), dst, add, (lp, l_rs, l_cs), (rp, r_rs, r_cs)) };
             }
         }
         DotKind::I32 => {
@@ -306,43 +329,155 @@ pub(crate) fn dot(
                 return Err("an integer dot operand outside linear memory".into());
             }
             let [l0, r0] = offsets;
-            let (l_rs, l_cs) = if d.trans_lhs { (1, sl.ld) } else { (sl.ld, 1) };
-            let (r_rs, r_cs) = if d.trans_rhs { (1, sr.ld) } else { (sr.ld, 1) };
-            let read = |mem: &[u8], start: usize, i: usize| -> i32 {
-                let p = start + 4 * i;
-                i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
-            };
-            // Gather op(rhs) as a contiguous k x n matrix, then accumulate
-            // rows (a vectorisable inner loop over n).
-            let mut b = vec![0i32; k * n];
-            for p in 0..k {
-                for j in 0..n {
-                    b[p * n + j] = read(mem, r0, p * r_rs + j * r_cs);
-                }
-            }
-            let mut row = vec![0i32; n];
-            for i in 0..m {
-                if d.accumulate {
-                    for (j, acc) in row.iter_mut().enumerate() {
-                        *acc = read(mem, o.0, i * n + j);
-                    }
-                } else {
-                    row.fill(0);
-                }
-                for p in 0..k {
-                    let a = read(mem, l0, i * l_rs + p * l_cs);
-                    for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
-                        *acc = acc.wrapping_add(a.wrapping_mul(bv));
-                    }
-                }
-                for (j, v) in row.iter().enumerate() {
-                    let p = o.0 + 4 * (i * n + j);
-                    mem[p..p + 4].copy_from_slice(&v.to_le_bytes());
-                }
+            let lhs = (l0, d.lhs_dims, sl.ld, d.trans_lhs);
+            let rhs = (r0, d.rhs_dims, sr.ld, d.trans_rhs);
+            if !int_gemm(mem, (m, n, k), lhs, rhs, o.0, d.accumulate, scratch) {
+                int_loop(mem, (m, n, k), lhs, rhs, o.0, d.accumulate);
             }
         }
     }
     Ok(())
+}
+
+/// One integer operand as stored: byte offset, stored dims, row stride
+/// (elements) and whether it is stored transposed.
+type IntOperand = (usize, (u32, u32), usize, bool);
+
+fn read_i32(mem: &[u8], p: usize) -> i32 {
+    i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
+}
+
+/// Integers of magnitude at most 2^24 are exact in f32; a product whose
+/// every partial sum stays within that is exact in any summation order.
+const F32_EXACT: u64 = 1 << 24;
+
+/// Below this many K per exact chunk the f32 route is not worth it.
+const MIN_EXACT_K: u64 = 64;
+
+/// An integer dot as f32 GEMMs over chunks of K short enough that every
+/// partial sum is an exactly representable integer (int8 operands: 1024 of
+/// K per chunk), each chunk's exact sums added into the i32 output with
+/// wrapping, which is the i32 accumulator's sum modulo 2^32. Returns false,
+/// having written nothing, when the operands' magnitudes leave chunks too
+/// short (wide integers), for [`int_loop`] to do the dot.
+fn int_gemm(
+    mem: &mut [u8],
+    (m, n, k): (usize, usize, usize),
+    lhs: IntOperand,
+    rhs: IntOperand,
+    out: usize,
+    accumulate: bool,
+    scratch: &mut Scratch,
+) -> bool {
+    // Each operand as stored, converted to dense f32 rows; the largest
+    // magnitude bounds every product.
+    let dense = |(at, (rows, cols), ld, _): IntOperand, buf: &mut Vec<f32>| -> u64 {
+        let (rows, cols) = (rows as usize, cols as usize);
+        buf.clear();
+        buf.reserve(rows * cols);
+        let mut max = 0u32;
+        for r in 0..rows {
+            let row = &mem[at + 4 * r * ld..at + 4 * (r * ld + cols)];
+            for v in row.chunks_exact(4) {
+                let v = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                max = max.max(v.unsigned_abs());
+                buf.push(v as f32);
+            }
+        }
+        u64::from(max)
+    };
+    let bound = dense(lhs, &mut scratch.lhs) * dense(rhs, &mut scratch.rhs);
+    // Any chunk is exact when every product is zero.
+    let kc = F32_EXACT.checked_div(bound).unwrap_or(k.max(1) as u64);
+    if kc < MIN_EXACT_K.min(k as u64).max(1) {
+        return false;
+    }
+    let kc = (kc as usize).min(k.max(1));
+    let dst = &mut mem[out..out + 4 * m * n];
+    if k == 0 || bound == 0 {
+        if !accumulate {
+            dst.fill(0);
+        }
+        return true;
+    }
+    scratch.int_acc.resize(m * n, 0.0);
+    let (a, b, c) = (&scratch.lhs, &scratch.rhs, &mut scratch.int_acc);
+    for k0 in (0..k).step_by(kc) {
+        let kk = kc.min(k - k0);
+        // op(lhs)[i][p] and op(rhs)[p][j] in the dense stored layouts.
+        let (lp, l_rs, l_cs) = if lhs.3 {
+            (a[k0 * m..].as_ptr(), 1, m as isize)
+        } else {
+            (a[k0..].as_ptr(), k as isize, 1)
+        };
+        let (rp, r_rs, r_cs) = if rhs.3 {
+            (b[k0..].as_ptr(), 1, k as isize)
+        } else {
+            (b[k0 * n..].as_ptr(), n as isize, 1)
+        };
+        // SAFETY: `c` holds m x n; each operand chunk lies inside its dense
+        // buffer (op(lhs) is m x k, op(rhs) k x n).
+        unsafe {
+            sgemm(
+                (m, n, kk),
+                c.as_mut_ptr(),
+                false,
+                (lp, l_rs, l_cs),
+                (rp, r_rs, r_cs),
+            )
+        };
+        let add = accumulate || k0 > 0;
+        for (o, &s) in dst.chunks_exact_mut(4).zip(c.iter()) {
+            // `s` is an integer of magnitude at most 2^24: exact as i32.
+            let mut v = s as i32;
+            if add {
+                v = v.wrapping_add(i32::from_le_bytes([o[0], o[1], o[2], o[3]]));
+            }
+            o.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    true
+}
+
+/// An integer dot of any magnitudes, accumulating in wrapping i32.
+fn int_loop(
+    mem: &mut [u8],
+    (m, n, k): (usize, usize, usize),
+    (l0, _, lld, tl): IntOperand,
+    (r0, _, rld, tr): IntOperand,
+    out: usize,
+    accumulate: bool,
+) {
+    let (l_rs, l_cs) = if tl { (1, lld) } else { (lld, 1) };
+    let (r_rs, r_cs) = if tr { (1, rld) } else { (rld, 1) };
+    // Gather op(rhs) as a contiguous k x n matrix, then accumulate rows (a
+    // vectorisable inner loop over n).
+    let mut b = vec![0i32; k * n];
+    for p in 0..k {
+        for j in 0..n {
+            b[p * n + j] = read_i32(mem, r0 + 4 * (p * r_rs + j * r_cs));
+        }
+    }
+    let mut row = vec![0i32; n];
+    for i in 0..m {
+        if accumulate {
+            for (j, acc) in row.iter_mut().enumerate() {
+                *acc = read_i32(mem, out + 4 * (i * n + j));
+            }
+        } else {
+            row.fill(0);
+        }
+        for p in 0..k {
+            let a = read_i32(mem, l0 + 4 * (i * l_rs + p * l_cs));
+            for (acc, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
+                *acc = acc.wrapping_add(a.wrapping_mul(bv));
+            }
+        }
+        for (j, v) in row.iter().enumerate() {
+            let p = out + 4 * (i * n + j);
+            mem[p..p + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -469,6 +604,68 @@ mod tests {
         .unwrap();
         let got = i32::from_le_bytes(mem[32..36].try_into().unwrap());
         assert_eq!(got, i32::MAX.wrapping_mul(2).wrapping_add(2));
+    }
+
+    /// int8 values (held as i32 lanes) over K = 2500, three exact f32
+    /// chunks of 1024 with -128 x -128 products in them, every transpose,
+    /// accumulating into outputs near the wrap: equal to the i64 sum taken
+    /// modulo 2^32.
+    #[test]
+    fn int8_products_in_exact_chunks() {
+        let (m, n, k) = (5usize, 7usize, 2500usize);
+        let a = |i: usize, p: usize| {
+            if p.is_multiple_of(3) {
+                -128
+            } else {
+                ((i * 31 + p * 7) % 256) as i32 - 128
+            }
+        };
+        let b = |p: usize, j: usize| {
+            if p.is_multiple_of(5) {
+                -128
+            } else {
+                ((p * 13 + j * 3) % 255) as i32 - 127
+            }
+        };
+        let init = |x: usize| i32::MAX - 1000 + x as i32;
+        let ints =
+            |mem: &mut [u8], at: usize, v: i32| mem[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        for (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (la, ra, oa) = (0usize, 4 * m * k, 4 * (m + n) * k);
+            let mut mem = vec![0u8; oa + 4 * m * n];
+            for i in 0..m {
+                for p in 0..k {
+                    ints(
+                        &mut mem,
+                        la + 4 * if tl { p * m + i } else { i * k + p },
+                        a(i, p),
+                    );
+                }
+            }
+            for p in 0..k {
+                for j in 0..n {
+                    ints(
+                        &mut mem,
+                        ra + 4 * if tr { j * k + p } else { p * n + j },
+                        b(p, j),
+                    );
+                }
+            }
+            for x in 0..m * n {
+                ints(&mut mem, oa + 4 * x, init(x));
+            }
+            let d = DotSite {
+                accumulate: true,
+                ..site(m as u32, n as u32, k as u32, tl, tr, DotKind::I32)
+            };
+            run(&mut mem, &d, la as u32, ra as u32, oa as u32).unwrap();
+            for x in 0..m * n {
+                let sum: i64 = (0..k).map(|p| i64::from(a(x / n, p) * b(p, x % n))).sum();
+                let want = (i64::from(init(x)) + sum) as i32;
+                let got = i32::from_le_bytes(mem[oa + 4 * x..oa + 4 * x + 4].try_into().unwrap());
+                assert_eq!(got, want, "{tl} {tr} at {x}");
+            }
+        }
     }
 
     #[test]
