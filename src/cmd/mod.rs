@@ -21,6 +21,7 @@ pub mod tune_inputs;
 pub mod tune_plot;
 pub mod tune_ray;
 pub mod tune_report;
+pub mod tune_tpu;
 pub mod ui;
 pub mod usage;
 pub mod verify;

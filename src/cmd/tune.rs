@@ -17,9 +17,7 @@
 //! target run as tasks on a Ray cluster ([`super::tune_ray`]).
 
 use super::build::{parse_targets, Targets};
-use super::common::{
-    parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN, EXIT_USAGE,
-};
+use super::common::{parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN};
 use super::cpu::parse_named;
 use super::tune_inputs::{count_arrays, read_given, Given};
 use super::tune_ray::{self, RayError, RayUse};
@@ -136,9 +134,14 @@ pub enum TuneError {
         help("pass a writable directory with --tuned-cache DIR or $PK_TUNE_CACHE")
     )]
     CacheUnwritable { dir: String, message: String },
-    #[error("timing on a TPU is not available in this build of pk")]
-    #[diagnostic(code(PK6004), help("use --eval model (the default) or --eval cpu"))]
-    TpuEvalUnavailable,
+    #[error(
+        "--eval tpu times on this host's TPU, a {host}; --target {asked} is another generation"
+    )]
+    #[diagnostic(
+        code(PK6004),
+        help("tune with --target {host} here, or rank other generations with --eval model (the default)")
+    )]
+    TpuTargetMismatch { host: String, asked: String },
 }
 
 /// What became of one configuration.
@@ -238,9 +241,14 @@ pub fn run(a: Args) -> u8 {
         });
         return EXIT_ERRORS;
     }
-    if a.eval == Eval::Tpu {
-        return tpu_unavailable(a.libtpu.as_deref());
-    }
+    // `--eval tpu` opens this host's TPU before anything is built.
+    let device = match a.eval {
+        Eval::Tpu => match super::tune_tpu::Device::open(a.libtpu.as_deref(), &a.target.0) {
+            Ok(d) => Some(d),
+            Err(code) => return code,
+        },
+        _ => None,
+    };
     let plugin = if a.no_aot || a.ray.is_some() {
         None
     } else {
@@ -294,7 +302,7 @@ pub fn run(a: Args) -> u8 {
             None => stage(&a, &name, &space, target, plugin, &given),
         };
         let aot = plugin.is_some() || ray.is_some();
-        let mut r = finish(&a, &space, st, aot, ray.clone());
+        let mut r = finish(&a, &space, st, aot, ray.clone(), device.as_ref());
         if r.ranked.is_empty() {
             if let Some(e) = &r.input_error {
                 print_diagnostic(e.as_ref());
@@ -458,28 +466,6 @@ fn entry(r: &TargetResult, key: &Key, eval: Eval) -> Entry {
     }
 }
 
-/// `--eval tpu`: a host without a TPU gets libtpu's own coded error (exit
-/// 5); a host with one is told timing there is not built yet.
-fn tpu_unavailable(libtpu: Option<&Path>) -> u8 {
-    let plugin = match Plugin::load_logged(libtpu, ui().verbose) {
-        Ok(p) => p,
-        Err(e) => {
-            print_diagnostic(&e);
-            return super::common::pjrt_exit_code(&e);
-        }
-    };
-    match pk_runtime::pjrt::Client::new(plugin) {
-        Err(e) => {
-            print_diagnostic(&e);
-            super::common::pjrt_exit_code(&e).max(EXIT_TOOLCHAIN)
-        }
-        Ok(_) => {
-            print_diagnostic(&TuneError::TpuEvalUnavailable);
-            EXIT_USAGE
-        }
-    }
-}
-
 /// Checks and lowers every configuration tried for `target` and, with a
 /// plugin, compiles the survivors, on `--jobs` threads.
 fn stage(
@@ -576,7 +562,7 @@ fn compile_on_ray(
 }
 
 /// The StableHLO module libtpu compiles for a built candidate.
-fn module_of(c: &Candidate, target: TpuTarget) -> Result<&str, String> {
+pub(super) fn module_of(c: &Candidate, target: TpuTarget) -> Result<&str, String> {
     c.built
         .package
         .stablehlo_for(target)
@@ -598,7 +584,14 @@ fn with_compile(o: Outcome, compiled: tune_ray::Compiled) -> Outcome {
 }
 
 /// Ranks one staged target's candidates.
-fn finish(a: &Args, space: &Space, st: Staged, aot: bool, ray: Option<RayUse>) -> TargetResult {
+fn finish(
+    a: &Args,
+    space: &Space,
+    st: Staged,
+    aot: bool,
+    ray: Option<RayUse>,
+    device: Option<&super::tune_tpu::Device>,
+) -> TargetResult {
     let Staged {
         target,
         configs,
@@ -636,7 +629,7 @@ fn finish(a: &Args, space: &Space, st: Staged, aot: bool, ray: Option<RayUse>) -
             status,
         });
     }
-    let ranked = rank(a, built, target);
+    let ranked = rank(a, built, target, device);
     for p in points
         .iter_mut()
         .filter(|p| p.status == PointStatus::Unranked)
@@ -678,7 +671,8 @@ fn lower(
         targets: vec![target],
         params,
         kernel: a.kernel.clone(),
-        cpu_reference: a.eval == Eval::Cpu,
+        // `--eval tpu` makes its inputs from the CPU reference's operands.
+        cpu_reference: a.eval != Eval::Model,
     };
     let b = match build::build_file(&a.file, &opts) {
         Ok(b) => b,
@@ -694,11 +688,18 @@ fn lower(
     let Some(built) = b.kernels.into_iter().next() else {
         return Outcome::Pruned("?".into());
     };
-    // With `--in`, the work the grid really does on those inputs; else the
-    // static count (also for a grid too large to count). Inputs that do not
-    // fit this configuration prune it before libtpu is asked.
+    // With `--in`, the work the grid really does on those inputs; without,
+    // the same for a kernel whose control reads no array (a causal skip
+    // depends on the grid indices alone); else the static count (also for
+    // a grid too large to count). Inputs that do not fit this configuration
+    // prune it before libtpu is asked.
     let w = if given.is_empty() {
-        work::count(&built.kernel)
+        if count::read_operands(&built.kernel).is_empty() {
+            count::count(&built.kernel, &count::Arrays::new())
+                .unwrap_or_else(|| work::count(&built.kernel))
+        } else {
+            work::count(&built.kernel)
+        }
     } else {
         match count_arrays(&built.kernel, given) {
             Ok(arrays) => {
@@ -756,12 +757,19 @@ fn refusal(e: &PjrtError) -> String {
     }
 }
 
-/// Orders the candidates by the evaluator, best first; candidates the CPU
-/// reference cannot run are dropped.
-fn rank(a: &Args, built: Vec<Candidate>, target: TpuTarget) -> Vec<Candidate> {
+/// Orders the candidates by the evaluator, best first; candidates the
+/// evaluator cannot run (no CPU reference, or not loadable on the TPU) are
+/// dropped.
+fn rank(
+    a: &Args,
+    built: Vec<Candidate>,
+    target: TpuTarget,
+    device: Option<&super::tune_tpu::Device>,
+) -> Vec<Candidate> {
     let det = a.eval == Eval::Model;
     let mut cpu: Vec<Option<super::tune_report::CpuRun>> = Vec::new();
-    if !det {
+    let tpu = device.map(|d| d.prepare(&built, &a.inputs));
+    if a.eval == Eval::Cpu {
         let bar = progress(built.len() as u64, &format!("time {target} on CPU"));
         for c in &built {
             cpu.push(super::tune_report::CpuRun::prepare(c, &a.inputs));
@@ -772,8 +780,10 @@ fn rank(a: &Args, built: Vec<Candidate>, target: TpuTarget) -> Vec<Candidate> {
     let order = search::successive_halving(built.len(), det, 8, |i, repeats| {
         if det {
             Some(built[i].prediction.seconds)
+        } else if let Some(t) = &tpu {
+            t.median(i, repeats)
         } else {
-            cpu[i].as_ref().and_then(|r| r.median(repeats))
+            cpu.get(i)?.as_ref()?.median(repeats)
         }
     });
     let mut slots: Vec<Option<Candidate>> = built.into_iter().map(Some).collect();

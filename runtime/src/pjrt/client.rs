@@ -6,7 +6,8 @@ use pjrt_sys::PJRT_Client;
 
 use super::abi;
 use super::error::PjrtError;
-use super::plugin::{api_fn, raw_string, tpu_device_present, Plugin};
+use super::plugin::{api_fn, raw_slice, raw_string, tpu_device_present, Plugin};
+use super::target::TpuTarget;
 
 /// The TPU devices of this host, opened through libtpu.
 pub struct Client {
@@ -73,6 +74,61 @@ impl Client {
     /// The number of TPU devices (TensorCores) this process can address.
     pub fn device_count(&self) -> usize {
         self.device_count
+    }
+
+    /// The device kind libtpu reports for this host's first TPU device, e.g.
+    /// `TPU v5 lite`.
+    pub fn device_kind(&self) -> Result<String, PjrtError> {
+        let list = api_fn!(self.plugin, PJRT_Client_AddressableDevices)?;
+        let describe = api_fn!(self.plugin, PJRT_Device_GetDescription)?;
+        let kind = api_fn!(self.plugin, PJRT_DeviceDescription_Kind)?;
+        let failed = |message: String| PjrtError::ClientCreate { message };
+        let mut args = pjrt_sys::PJRT_Client_AddressableDevices_Args::new();
+        args.client = self.raw;
+        // SAFETY: `self.raw` is a live client; the struct is unchanged
+        // since 0.54.
+        let err = unsafe { list(&mut args) };
+        if let Some(e) = self.plugin.take_error(err) {
+            return Err(failed(e.message));
+        }
+        // SAFETY: the list lives as long as the client.
+        let devices = unsafe { raw_slice(args.addressable_devices, args.num_addressable_devices) };
+        let Some(&device) = devices.first().filter(|d| !d.is_null()) else {
+            return Err(failed("libtpu reports no addressable TPU device".into()));
+        };
+        let mut d = pjrt_sys::PJRT_Device_GetDescription_Args::new();
+        d.device = device;
+        // SAFETY: `device` is a live device of the client; its description
+        // lives as long as it does.
+        let err = unsafe { describe(&mut d) };
+        if let Some(e) = self.plugin.take_error(err) {
+            return Err(failed(e.message));
+        }
+        let mut k = pjrt_sys::PJRT_DeviceDescription_Kind_Args::new();
+        k.device_description = d.device_description;
+        // SAFETY: as above; the struct is unchanged since 0.54.
+        let err = unsafe { kind(&mut k) };
+        if let Some(e) = self.plugin.take_error(err) {
+            return Err(failed(e.message));
+        }
+        // SAFETY: the kind string lives as long as the description.
+        Ok(unsafe { raw_string(k.device_kind, k.device_kind_size) })
+    }
+
+    /// The generation of this host's TPU: the target whose topology libtpu
+    /// describes with the device kind of [`Self::device_kind`].
+    pub fn target(&self) -> Result<TpuTarget, PjrtError> {
+        let kind = self.device_kind()?;
+        for &t in TpuTarget::all() {
+            if self.plugin.topology(t)?.device_kind()? == kind {
+                return Ok(t);
+            }
+        }
+        Err(PjrtError::ClientCreate {
+            message: format!(
+                "libtpu reports the device kind `{kind}`, which is not the kind of any target pk builds for"
+            ),
+        })
     }
 
     fn query_platform_version(&self) -> Result<String, PjrtError> {

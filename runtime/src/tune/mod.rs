@@ -42,10 +42,10 @@ pub const EXPLANATIONS: &[Explanation] = &[
     },
     Explanation {
         code: "PK6004",
-        title: "tpu-evaluator-unavailable",
-        what: "`pkc tune --eval tpu` needs a TPU attached to this host, and this build of pk does not yet time kernels on one.",
-        why: "Timing on the device is the only evaluator that measures the chip itself; on a machine without a TPU, `--eval model` predicts times from public per-generation figures and `--eval cpu` times the CPU reference.",
-        example: "pkc tune k.pk --eval tpu   // error on a CPU-only host\npkc tune k.pk --eval model",
+        title: "tpu-evaluator-other-generation",
+        what: "`pkc tune --eval tpu` times candidates on the TPU attached to this host, and a `--target` asked for is another generation.",
+        why: "A timing measures the chip it ran on: a v5e cannot time a kernel built for a v6e. The host's generation is the target whose libtpu topology has the device kind of the host's TPU. Other generations are ranked without their chip by the performance model (`--eval model`), or tuned on a host that has one.",
+        example: "pkc tune k.pk --eval tpu --target v6e   // error on a v5e host\npkc tune k.pk --eval tpu --target v5e",
     },
     Explanation {
         code: "PK6005",
