@@ -160,33 +160,151 @@ def attention_jax(q, k, v, scale):
     return lambda: attn(qj, kj, vj).block_until_ready()
 
 
+def pallas_flash(scale):
+    """JAX's Pallas TPU flash attention (its forward, and its two backward
+    kernels) run with `pallas_call(..., interpret=True)` on the CPU, causal,
+    blocks of 512 as pk's defaults; None without JAX.
+
+    Returns (forward(q, k, v), backward(q, k, v, l, m, do, di) -> (dq, dk,
+    dv)), jitted."""
+    try:
+        import functools
+
+        import jax
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas.ops.tpu import flash_attention as fa
+    except ImportError:
+        return None
+
+    class Interpreted:
+        """`fa.pl` with `pallas_call` interpreting: the module's kernels
+        take no `interpret` argument of their own."""
+
+        def __getattr__(self, name):
+            if name == "pallas_call":
+                return functools.partial(pl.pallas_call, interpret=True)
+            return getattr(pl, name)
+
+    fa.pl = Interpreted()
+    blk = min(512, ATTN["S"])
+    bs = fa.BlockSizes(block_q=blk, block_k_major=blk, block_k=blk, block_b=1)
+
+    def fwd(q, k, v):
+        return fa._flash_attention(q, k, v, None, None, False, True, scale, bs, False)
+
+    def bwd(q, k, v, l, m, do, di):
+        dk, dv = fa._flash_attention_bwd_dkv(
+            q, k, v, None, None, l, m, do, di, block_q_major=blk, block_q=blk,
+            block_k_major=blk, block_k=blk, sm_scale=scale, causal=True,
+            mask_value=fa.DEFAULT_MASK_VALUE)
+        dq, _ = fa._flash_attention_bwd_dq(
+            q, k, v, None, None, l, m, do, di, block_q_major=blk, block_k_major=blk,
+            block_k=blk, sm_scale=scale, causal=True, mask_value=fa.DEFAULT_MASK_VALUE,
+            debug=False)
+        return dq, dk, dv
+
+    return jax.jit(fwd), jax.jit(bwd)
+
+
+def attention_grad_jax(q, k, v, do, scale):
+    """`jax.grad` of the jitted jax.numpy attention, or None without JAX."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    cpu = jax.devices("cpu")[0]
+    args = [jax.device_put(x, cpu) for x in (q, k, v, do)]
+
+    def loss(q, k, v, do):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * scale
+        n = q.shape[2]
+        s = jnp.where(jnp.tril(jnp.ones((n, n), dtype=bool)), s, -jnp.inf)
+        o = jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+        return (o * do).sum()
+
+    g = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))
+    return lambda: jax.block_until_ready(g(*args))
+
+
 def attention_rows(a):
-    """Flash attention forward against numpy and jax.numpy, alternating."""
+    """Flash attention forward and backward against numpy, jax.numpy and
+    Pallas's own flash attention in interpret mode, alternating."""
+    import tempfile
+
     b, h, s_len, d = ATTN["B"], ATTN["H"], ATTN["S"], ATTN["D"]
     rng = np.random.default_rng(1)
-    q, k, v = (rng.standard_normal((b, h, s_len, d)).astype(np.float32) for _ in range(3))
+    q, k, v, do = (rng.standard_normal((b, h, s_len, d)).astype(np.float32) for _ in range(4))
     scale = 1.0 / np.sqrt(d)
     params = [f"{n}={x}" for n, x in ATTN.items()] + [f"SK={s_len}", f"KH={h}", "T=f32", "causal=true"]
     kernel = "kernels/flash.pk"
     jx = attention_jax(q, k, v, scale)
-    t_np, t_pk, t_jx = [], [], []
+    jx_bwd = attention_grad_jax(q, k, v, do, scale)
+    # The backward kernels read the forward's o and lse (Pallas's its row
+    # max m, sum l and di = rowsum(o * do)): the real ones, from numpy, so
+    # that the probabilities they recompute are the real ones.
+    o = attention_np(q, k, v, scale)
+    rmax = np.empty((b, h, s_len), np.float32)
+    rsum = np.empty((b, h, s_len), np.float32)
+    mask = np.triu(np.ones((s_len, s_len), dtype=bool), 1)
+    for bi in range(b):
+        for hi in range(h):
+            sc = (q[bi, hi] @ k[bi, hi].T) * scale
+            sc[mask] = -np.inf
+            rmax[bi, hi] = sc.max(axis=1)
+            rsum[bi, hi] = np.exp(sc - rmax[bi, hi][:, None]).sum(axis=1)
+    lse = (rmax + np.log(rsum))[..., None]
+    di = (o * do).sum(axis=-1)
+    pl = pallas_flash(scale)
+    if pl:
+        import jax
+
+        pl_fwd = lambda: jax.block_until_ready(pl[0](q, k, v))  # noqa: E731
+        pl_bwd = lambda: jax.block_until_ready(pl[1](q, k, v, rsum, rmax, do, di))  # noqa: E731
+    tmp = tempfile.mkdtemp(prefix="pk-flash-")
+    files = []
+    for name, arr in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("lse", lse)):
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, arr)
+        files.append(f"{name}={path}")
+    t = {key: [] for key in ("np", "pk", "jx", "pl", "pk_bwd", "jx_bwd", "pl_bwd")}
     for _ in range(a.rounds):
-        t_np.append(median_time(lambda: attention_np(q, k, v, scale), max(1, a.iters // 5)))
-        t_pk.append(pkc_bench(a.pkc, kernel, params, a.iters, a.threads, "flash_attention"))
+        t["np"].append(median_time(lambda: attention_np(q, k, v, scale), max(1, a.iters // 5)))
+        t["pk"].append(pkc_bench(a.pkc, kernel, params + ["residuals=false"], a.iters, a.threads,
+                                 "flash_attention"))
+        t["pk_bwd"].append(
+            pkc_bench(a.pkc, kernel, params, a.iters, a.threads, "flash_attention_bwd_dq", files)
+            + pkc_bench(a.pkc, kernel, params, a.iters, a.threads, "flash_attention_bwd_dkv",
+                        files))
         if jx:
-            t_jx.append(median_time(jx, a.iters))
-    name = f"flash fwd causal B{b} H{h} S{s_len} D{d} f32"
-    med_pk, min_pk = statistics.median(t_pk), min(t_pk)
-    print(f"{name}: pkc median {med_pk * 1e3:.1f} ms (min {min_pk * 1e3:.1f}), "
-          f"numpy {statistics.median(t_np) * 1e3:.1f} ms "
-          f"(ratio {statistics.median(t_np) / med_pk:.2f})")
+            t["jx"].append(median_time(jx, a.iters))
+            t["jx_bwd"].append(median_time(jx_bwd, max(1, a.iters // 2)))
+        if pl:
+            t["pl"].append(median_time(pl_fwd, max(1, a.iters // 2)))
+            t["pl_bwd"].append(median_time(pl_bwd, max(1, a.iters // 5)))
+    med = {key: statistics.median(x) for key, x in t.items() if x}
+    name = f"flash causal B{b} H{h} S{s_len} D{d} f32"
+    print(f"{name} forward: pkc median {med['pk'] * 1e3:.1f} ms (min {min(t['pk']) * 1e3:.1f}), "
+          f"numpy {med['np'] * 1e3:.1f} ms (ratio {med['np'] / med['pk']:.2f})")
+    pad = " " * (len(name) + 10)
+
+    def against(label, base, ours, goal=None):
+        ratio = med[base] / med[ours]
+        verdict = f", target {goal:.1f}x {'ok' if ratio >= goal else 'below'}" if goal else ""
+        print(f"{pad}{label} {med[base] * 1e3:.1f} ms (ratio {ratio:.2f}{verdict})")
+
     if jx:
-        ratio = statistics.median(t_jx) / med_pk
-        ok = "ok" if ratio >= 2.0 else "below"
-        print(f"{'':{len(name)}}  jax.numpy {statistics.median(t_jx) * 1e3:.1f} ms "
-              f"(ratio {ratio:.2f}, target 2.0x {ok})")
-    else:
-        print("(jax.numpy not installed: no jax column for attention)")
+        against("jax.numpy", "jx", "pk", 2.0)
+    if pl:
+        against("Pallas interpret", "pl", "pk", 2.0)
+    print(f"{name} backward (dq + dkv kernels): pkc median {med['pk_bwd'] * 1e3:.1f} ms "
+          f"(min {min(t['pk_bwd']) * 1e3:.1f})")
+    if jx:
+        against("jax.grad of jax.numpy", "jx_bwd", "pk_bwd")
+    if pl:
+        against("Pallas interpret dq + dkv kernels", "pl_bwd", "pk_bwd", 2.0)
+    if not jx:
+        print("(JAX not installed: no jax.numpy or Pallas columns for attention)")
 
 
 def rms_norm_np(x, w, eps=1e-6):

@@ -117,6 +117,92 @@ fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() 
     }
 }
 
+/// Block sizes `(bq, bk)`.
+type Blocks = Vec<(String, String)>;
+
+/// The configurations of one report the checker pruned.
+fn pruned_blocks(r: &serde_json::Value) -> Blocks {
+    let mut v: Blocks = r["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .filter(|p| p["status"] == "pruned")
+        .map(|p| {
+            assert_eq!(p["code"], "PK0306", "{p}");
+            let get = |n: &str| p["params"][n].as_str().expect("a value").to_string();
+            (get("bq"), get("bk"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_flash_attention_configuration_the_checker_keeps_compiles_with_libtpu() {
+    if !have_libtpu() {
+        return;
+    }
+    // bq, bk in pow2(128, 2048) at the defaults (B1 H8 S=SK=2048 D128
+    // bf16): 25 configurations per kernel. Only v4 (16 MiB of VMEM) cannot
+    // hold the largest: the f32 scores of bq x bk (8 MiB at 2048 x 1024)
+    // beside the blocks and scratch. The forward kernel on all five
+    // targets, the backward ones on v4, where their limits lie.
+    let cache = TempDir::new("tune-agree-flash");
+    let big = |pairs: &[(&str, &str)]| -> Blocks {
+        let mut v: Blocks = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        v.sort();
+        v
+    };
+    let cases: [(&str, &str, Blocks); 3] = [
+        (
+            "flash_attention",
+            "all",
+            big(&[("2048", "1024"), ("2048", "2048")]),
+        ),
+        (
+            "flash_attention_bwd_dq",
+            "v4",
+            big(&[("2048", "1024"), ("2048", "2048")]),
+        ),
+        (
+            "flash_attention_bwd_dkv",
+            "v4",
+            big(&[("1024", "2048"), ("2048", "1024"), ("2048", "2048")]),
+        ),
+    ];
+    for (kernel, targets, on_v4) in cases {
+        let o = pkc_cached(
+            cache.path(),
+            &[
+                "tune",
+                "kernels/flash.pk",
+                "-k",
+                kernel,
+                "--target",
+                targets,
+                "--json",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{kernel}: {}", stderr(&o));
+        for r in &json_lines(&o) {
+            let t = r["target"].as_str().expect("a target");
+            assert_eq!(r["tried"], 25, "{kernel} {t}");
+            assert_eq!(
+                r["refused"].as_array().map(Vec::len),
+                Some(0),
+                "{kernel} {t}: {}",
+                r["refused"]
+            );
+            let want = if t == "v4" { on_v4.clone() } else { Vec::new() };
+            assert_eq!(pruned_blocks(r), want, "{kernel} {t}");
+            assert_eq!(r["ranked"], 25 - want.len(), "{kernel} {t}");
+        }
+    }
+}
+
 #[test]
 fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     if !have_libtpu() {

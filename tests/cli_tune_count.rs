@@ -391,3 +391,50 @@ fn counting_needs_every_prefetch_array_in_the_shape_of_the_configuration() {
         stderr(&o)
     );
 }
+
+#[test]
+fn the_model_counts_the_key_blocks_causal_flash_attention_skips() {
+    // kernels/flash.pk at its defaults (B1 H8 S=SK=2048, causal) with bq
+    // = bk = 512: 4 x 4 blocks per head, of which the 10 at or below the
+    // diagonal are computed (1 + 2 + 3 + 4), so each of the two dots runs
+    // 8 * 10 = 80 times in the grid's 8 * 16 = 128 steps. The kernel's
+    // control reads no array, so the count needs no --in. Not causal, all
+    // 128 steps compute.
+    let cache = TempDir::new("tune-count-flash");
+    for (causal, dots) in [("true", 80), ("false", 128)] {
+        let causal_p = format!("causal={causal}");
+        let o = pkc_cached(
+            cache.path(),
+            &[
+                "tune",
+                "kernels/flash.pk",
+                "-k",
+                "flash_attention",
+                "-p",
+                causal_p.as_str(),
+                "--no-aot",
+                "--json",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let r = &json_lines(&o)[0];
+        let c = r["best"]
+            .as_array()
+            .expect("ranked")
+            .iter()
+            .chain(std::iter::once(&r["default"]))
+            .find(|c| c["params"]["bq"] == "512" && c["params"]["bk"] == "512")
+            .unwrap_or_else(|| panic!("bq=bk=512 is reported: {r}"));
+        let w = &c["work"];
+        assert_eq!(w["counted"], true, "{w}");
+        assert_eq!(w["grid_steps"], 128, "{w}");
+        assert_eq!(
+            w["dots"],
+            serde_json::json!([
+                {"dtype": "bf16", "m": 512, "n": 512, "k": 128, "count": dots},
+                {"dtype": "bf16", "m": 512, "n": 128, "k": 512, "count": dots},
+            ]),
+            "causal={causal}"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use super::Checker;
 use crate::ast;
 use crate::diag::{codes, Diag};
 use crate::ir::{
-    self, BlockDim, Dim, Func, Kernel, OpKind, RefType, Role, Semantics, Space, Value,
+    self, BinaryOp, BlockDim, Dim, Func, Kernel, OpKind, RefType, Role, Semantics, Space, Value,
 };
 use crate::span::Span;
 use std::collections::HashSet;
@@ -313,33 +313,68 @@ fn vmem_usable(k: &Kernel, target: crate::target::Target) -> u64 {
         .min(target.vmem_bytes())
 }
 
-/// The VMEM the TPU compiler takes for a matmul: it copies narrow
-/// operands into VMEM in the MXU's layout, up to the bytes of both operand
-/// tiles (measured with libtpu 0.0.51: about the lhs tile on v4, v5e and
-/// v5p, up to both tiles on TPU7x; f32 operands take nothing), and on v5p
-/// and TPU7x keeps about 64 KiB more for any matmul ("Used 64.00M of
-/// 63.94M vmem" for 64 MiB of f32 matmul blocks). The largest dot of the
-/// body counts, since each dot's copies are dead after it.
-fn dot_copies(k: &Kernel, target: crate::target::Target) -> Option<(u64, crate::span::Span)> {
+/// What the TPU compiler keeps in VMEM for one matmul, beside the blocks
+/// and scratch.
+#[derive(Clone, Copy, Default)]
+struct DotVmem {
+    /// Copies of narrow operands in the MXU's layout: up to the bytes of
+    /// both operand tiles (measured with libtpu 0.0.51: about the lhs tile
+    /// on v4, v5e and v5p, up to both tiles on TPU7x; f32 operands take
+    /// nothing), and on v5p and TPU7x about 64 KiB more for any matmul
+    /// ("Used 64.00M of 63.94M vmem" for 64 MiB of f32 matmul blocks).
+    copies: u64,
+    /// The result, when it is larger than the vector registers and the
+    /// body computes on it (scales, masks, exponentiates: attention's
+    /// scores) rather than only adding it to an accumulator, which the
+    /// matmul does in place. Measured on v4: flash attention's forward
+    /// with `bq = 2048, bk = 1024` (f32 scores of 8 MiB beside 8 MiB of
+    /// blocks and scratch) is refused ("Used 17.06M of 16.00M vmem"), with
+    /// `bq = 1024, bk = 2048` (5.5 MiB beside them) it compiles, and so
+    /// does a matmul adding a 4 MiB result to its accumulator beside 14
+    /// MiB.
+    result: u64,
+}
+
+/// The vector registers of a TensorCore: 64 of 8 x 128 32-bit lanes.
+const VREG_FILE_BYTES: u64 = 64 * 4096;
+
+/// The matmul of the body that needs the most VMEM of its own, and what it
+/// needs; each matmul's copies and result are dead after it.
+fn dot_vmem(k: &Kernel, target: crate::target::Target) -> Option<(DotVmem, Span)> {
     let fixed: u64 = match target {
         crate::target::Target::V5p | crate::target::Target::Tpu7x => 64 << 10,
         _ => 0,
     };
     let f = &k.body;
-    let mut best: Option<(u64, crate::span::Span)> = None;
+    let mut best: Option<(DotVmem, Span)> = None;
     for (id, op) in f.ops.iter() {
         let OpKind::Dot { lhs, rhs, .. } = &op.kind else {
             continue;
         };
-        let bytes: u64 = [*lhs, *rhs]
+        let copies: u64 = [*lhs, *rhs]
             .iter()
             .map(|v| f.ty(*v))
             .filter(|t| t.dtype().bits() < 32)
             .filter_map(|t| t.elements().map(|n| n * t.dtype().bytes()))
             .sum::<u64>()
             + fixed;
-        if bytes > 0 && best.is_none_or(|(b, _)| bytes > b) {
-            best = Some((bytes, f.span(id)));
+        let result = op
+            .results
+            .first()
+            .and_then(|r| {
+                let t = f.ty(*r);
+                let bytes = t.elements()? * t.dtype().bytes().max(4);
+                let computed_on = f.ops.iter().any(|(_, user)| {
+                    !matches!(user.kind, OpKind::Binary(BinaryOp::Add, ..))
+                        && user.kind.operands().contains(r)
+                });
+                (bytes > VREG_FILE_BYTES && computed_on).then_some(bytes)
+            })
+            .unwrap_or(0);
+        let d = DotVmem { copies, result };
+        let need = |d: &DotVmem| d.copies + d.result;
+        if need(&d) > 0 && best.as_ref().is_none_or(|(b, _)| need(&d) > need(b)) {
+            best = Some((d, f.span(id)));
         }
     }
     best
@@ -347,36 +382,49 @@ fn dot_copies(k: &Kernel, target: crate::target::Target) -> Option<(u64, crate::
 
 /// The VMEM budget once the body is known (PK0306): the blocks and
 /// scratch of the header's estimate, plus the copies the TPU compiler
-/// makes for narrow matmuls. Reports only what the header's check did not.
+/// makes for narrow matmuls and the matmul result it keeps in VMEM.
+/// Reports only what the header's check did not.
 pub fn check_body_vmem(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
     let (vmem, _) = budget_items(k);
     let limit = vmem_usable(k, ck.target);
     let total = vmem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
-    let Some((copies, span)) = dot_copies(k, ck.target) else {
+    let Some((dot, span)) = dot_vmem(k, ck.target) else {
         return;
     };
-    if total > limit || total.saturating_add(copies) <= limit {
+    let extra = dot.copies + dot.result;
+    if total > limit || total.saturating_add(extra) <= limit {
         return;
     }
-    let mut d = Diag::new(
+    let what = if dot.result == 0 {
+        "the matmul's operand copies"
+    } else {
+        "the matmul's operand copies and result"
+    };
+    let mut held = format!(
+        "the TPU compiler keeps up to {} of VMEM for this matmul (copies of narrow operands)",
+        mib(dot.copies)
+    );
+    if dot.result > 0 {
+        held = format!(
+            "the TPU compiler keeps {} of VMEM for this matmul: up to {} of operand copies and its {} result, which is computed on",
+            mib(extra),
+            mib(dot.copies),
+            mib(dot.result)
+        );
+    }
+    let d = Diag::new(
         &codes::VMEM_BUDGET,
         format!(
-            "kernel needs {} of VMEM with the matmul's operand copies, more than {}'s {}",
-            mib(total.saturating_add(copies)),
+            "kernel needs {} of VMEM with {what}, more than {}'s {}",
+            mib(total.saturating_add(extra)),
             ck.target,
             mib(limit)
         ),
         decl.name.span,
     )
     .label("does not fit in VMEM")
-    .with(
-        span,
-        format!(
-            "the TPU compiler keeps up to {} of VMEM for this matmul (copies of narrow operands)",
-            mib(copies)
-        ),
-    )
-    .help("use smaller blocks (a smaller `bk` shrinks both operand tiles)");
+    .with(span, held);
+    let mut d = d.help("use smaller blocks (a smaller `bk` shrinks both operand tiles)");
     for (what, b) in &vmem {
         d = d.note(format!("{what}: {}", mib(*b)));
     }

@@ -29,11 +29,11 @@ class _Config(NamedTuple):
         return dict(self._asdict())
 
 
-def _segments(cfg: _Config, q: Any, k: Any, q_ids: Any, kv_ids: Any) -> tuple[Any, Any]:
-    """The kernel's `q_seg` `[B, S, 1]` and `kv_seg` `[B, 1, SK]`, or the
-    one-block placeholders it declares when segments are off."""
+def _segments(cfg: _Config, q: Any, k: Any, q_ids: Any, kv_ids: Any) -> tuple[Any, ...]:
+    """The kernel's `q_seg` `[B, S, 1]` and `kv_seg` `[B, 1, SK]`, or no
+    operands at all when segments are off."""
     if not cfg.segments:
-        return jnp.zeros((1, cfg.bq, 1), jnp.int32), jnp.zeros((1, 1, cfg.bk), jnp.int32)
+        return ()
     b, _, s, _ = q.shape
     sk = k.shape[2]
     q_seg = jnp.asarray(q_ids, jnp.int32).reshape(b, s, 1)
@@ -41,29 +41,29 @@ def _segments(cfg: _Config, q: Any, k: Any, q_ids: Any, kv_ids: Any) -> tuple[An
     return q_seg, kv_seg
 
 
-def _forward(cfg: _Config, q: Any, k: Any, v: Any, q_seg: Any, kv_seg: Any) -> tuple[Any, Any]:
-    k_fwd = _base.kernel("flash.pk", "flash_attention", **cfg.params())
-    return k_fwd(q, k, v, q_seg, kv_seg)
+def _kernel(cfg: _Config, entry: str, **extra: Any) -> Any:
+    return _base.kernel("flash.pk", entry, **cfg.params(), **extra)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _flash(cfg: _Config, q: Any, k: Any, v: Any, q_seg: Any, kv_seg: Any) -> Any:
-    return _forward(cfg, q, k, v, q_seg, kv_seg)[0]
+def _flash(cfg: _Config, q: Any, k: Any, v: Any, seg: tuple[Any, ...]) -> Any:
+    # Without a gradient to take, the forward kernel skips the logsumexp.
+    return _kernel(cfg, "flash_attention", residuals=False)(q, k, v, *seg)
 
 
-def _fwd(cfg: _Config, q: Any, k: Any, v: Any, q_seg: Any, kv_seg: Any) -> tuple[Any, Any]:
-    o, lse = _forward(cfg, q, k, v, q_seg, kv_seg)
-    return o, (q, k, v, o, lse, q_seg, kv_seg)
+def _fwd(cfg: _Config, q: Any, k: Any, v: Any, seg: tuple[Any, ...]) -> tuple[Any, Any]:
+    o, lse = _kernel(cfg, "flash_attention", residuals=True)(q, k, v, *seg)
+    return o, (q, k, v, o, lse, seg)
 
 
 def _bwd(cfg: _Config, res: Any, do: Any) -> tuple[Any, ...]:
-    q, k, v, o, lse, q_seg, kv_seg = res
+    q, k, v, o, lse, seg = res
     do = do.astype(o.dtype)
-    args = (q, k, v, o, do, lse, q_seg, kv_seg)
-    dq = _base.kernel("flash.pk", "flash_attention_bwd_dq", **cfg.params())(*args)
-    dk, dv = _base.kernel("flash.pk", "flash_attention_bwd_dkv", **cfg.params())(*args)
+    args = (q, k, v, o, do, lse, *seg)
+    dq = _kernel(cfg, "flash_attention_bwd_dq")(*args)
+    dk, dv = _kernel(cfg, "flash_attention_bwd_dkv")(*args)
     # Segment ids are integers: they have no gradient.
-    return dq, dk, dv, None, None
+    return dq, dk, dv, tuple(None for _ in seg)
 
 
 _flash.defvjp(_fwd, _bwd)
@@ -108,5 +108,4 @@ def flash_attention(
         soft_cap=float(soft_cap),
         segments=q_segment_ids is not None,
     )
-    q_seg, kv_seg = _segments(cfg, q, k, q_segment_ids, kv_segment_ids)
-    return _flash(cfg, q, k, v, q_seg, kv_seg)
+    return _flash(cfg, q, k, v, _segments(cfg, q, k, q_segment_ids, kv_segment_ids))

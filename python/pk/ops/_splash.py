@@ -58,19 +58,21 @@ def _mask_info(mask: Any, bq: int, bk: int, sq: int, skv: int, shrink: bool) -> 
     return meta.splash_mask_info(dense, bq=bq, bkv=bk, shrink=shrink)
 
 
-def _forward(cfg: _Config, q: Any, k: Any, v: Any, info: tuple[Any, ...]) -> tuple[Any, Any]:
+def _forward(cfg: _Config, q: Any, k: Any, v: Any, info: tuple[Any, ...], residuals: bool) -> Any:
     # `info` is the arrays in the order of `_FWD + _DKV + ("mask_blocks",)`.
     fwd, blocks = info[:3], info[6]
-    return _base.kernel("splash.pk", "splash_attention", **cfg.params())(*fwd, q, k, v, blocks)
+    k_fwd = _base.kernel("splash.pk", "splash_attention", **cfg.params(), residuals=residuals)
+    return k_fwd(*fwd, q, k, v, blocks)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _splash(cfg: _Config, q: Any, k: Any, v: Any, *info: Any) -> Any:
-    return _forward(cfg, q, k, v, info)[0]
+    # Without a gradient to take, the forward kernel skips the logsumexp.
+    return _forward(cfg, q, k, v, info, residuals=False)
 
 
 def _fwd(cfg: _Config, q: Any, k: Any, v: Any, *info: Any) -> tuple[Any, Any]:
-    o, lse = _forward(cfg, q, k, v, info)
+    o, lse = _forward(cfg, q, k, v, info, residuals=True)
     return o, (q, k, v, o, lse, info)
 
 
