@@ -212,23 +212,23 @@ fn each_package_code_is_reported_by_verify_and_run() {
 fn a_package_without_a_cpu_reference_is_pk3012_at_build_and_run() {
     let out = TempDir::new("pkg-nocpu");
     let src = out.file(
-        "cast8.pk",
-        b"kernel cast8<M = 16, N = 256>(
+        "mul8.pk",
+        b"kernel mul8<M = 16, N = 256>(
     x: f8e4m3fn[M, N] block [M, N] at (0, 0),
 ) -> z: f8e4m3fn[M, N] block [M, N] at (0, 0)
 grid (i in 1 parallel)
 {
-    z[..] = x[..];
+    z[..] = x[..] * x[..];
 }
 ",
     );
     let o = pkc(&["build", s(&src), "-o", out.arg()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK3012"), "{}", stderr(&o));
-    let dir = out.path().join("cast8");
+    let dir = out.path().join("mul8");
     let o = pkc(&["verify", s(&dir)]);
     assert_eq!(code(&o), 0, "a TPU-only package verifies: {}", stdout(&o));
-    assert!(stdout(&o).contains("ok (kernel `cast8`, 2 files)"));
+    assert!(stdout(&o).contains("ok (kernel `mul8`, 2 files)"));
     let o = pkc(&["run", s(&dir)]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("PK3012"), "{}", stderr(&o));

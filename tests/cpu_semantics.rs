@@ -825,3 +825,74 @@ fn unrolled_index_sizes_windows() {
         }
     }
 }
+
+/// fp8 casts round to nearest, ties to even, and stores and loads encode
+/// and decode exactly; values and bytes derived by hand from the formats
+/// (e4m3fn: bias 7, 3 mantissa bits, max 448, no infinities, NaN
+/// S.1111.111; e5m2: bias 15, 2 mantissa bits, max 57344, infinities).
+#[test]
+fn fp8_casts_round_to_nearest_even_and_round_trip() {
+    let nan = f32::NAN;
+    // (x, e4m3fn value, e4m3fn byte, e5m2 value, e5m2 byte)
+    let cases: [(f32, f32, u8, f32, u8); 16] = [
+        (0.0, 0.0, 0x00, 0.0, 0x00),
+        (-0.0, -0.0, 0x80, -0.0, 0x80),
+        (1.0, 1.0, 0x38, 1.0, 0x3C),
+        // 1 + 1/16: halfway between 1 and 1.125 (e4m3fn), ties to 1.0;
+        // below e5m2's halfway (1.125) to 1.25, so 1.0 there too.
+        (1.0625, 1.0, 0x38, 1.0, 0x3C),
+        // 1.1875: halfway between 1.125 and 1.25 (e4m3fn): to 1.25 (even);
+        // e5m2 (spacing 0.25) rounds it to 1.25.
+        (1.1875, 1.25, 0x3A, 1.25, 0x3D),
+        (-3.3, -3.25, 0xC5, -3.5, 0xC3),
+        (448.0, 448.0, 0x7E, 448.0, 0x5F),
+        // 464: halfway between 448 and 480 (e4m3fn's NaN slot): to 448.
+        (464.0, 448.0, 0x7E, 448.0, 0x5F),
+        // Past it: NaN in e4m3fn; e5m2 (spacing 64 from 256) has 448.
+        (470.0, nan, 0x7F, 448.0, 0x5F),
+        (57344.0, nan, 0x7F, 57344.0, 0x7B),
+        (1e6, nan, 0x7F, f32::INFINITY, 0x7C),
+        // e4m3fn's smallest subnormal 2^-9; half of it ties to 0, three
+        // quarters of it rounds up. In e5m2 (normals down to 2^-14) all
+        // three are normal and exact.
+        (2f32.powi(-9), 2f32.powi(-9), 0x01, 2f32.powi(-9), 0x18),
+        (2f32.powi(-10), 0.0, 0x00, 2f32.powi(-10), 0x14),
+        (
+            3.0 * 2f32.powi(-11),
+            2f32.powi(-9),
+            0x01,
+            3.0 * 2f32.powi(-11),
+            0x16,
+        ),
+        // 7.5 * 2^-9: halfway between e4m3fn subnormals 7 and 8 (2^-6),
+        // to 8; in e5m2 1.875 * 2^-7 ties between 1.75 and 2 -> 2^-6.
+        (
+            7.5 * 2f32.powi(-9),
+            2f32.powi(-6),
+            0x08,
+            2f32.powi(-6),
+            0x24,
+        ),
+        // e5m2's smallest subnormal 2^-16 and below: 2^-17 ties to 0.
+        (2f32.powi(-17), 0.0, 0x00, 0.0, 0x00),
+    ];
+    let mut x = vec![0.0f32; 8 * 128];
+    for (i, c) in cases.iter().enumerate() {
+        x[i] = c.0;
+    }
+    let xa = HostArray::from_f32(&[8, 128], &x);
+    for (t, e4m3) in [("f8e4m3fn", true), ("f8e5m2", false)] {
+        let k = build("tests/cpu/fp8_cast.pk", &[("T", t)]);
+        let out = k.run(vec![xa.clone()], &threads(1)).expect("runs");
+        let (z, y) = (&out[0], out[1].to_f32());
+        for (i, c) in cases.iter().enumerate() {
+            let (want, want_byte) = if e4m3 { (c.1, c.2) } else { (c.3, c.4) };
+            assert_eq!(z.data[i], want_byte, "{t}: byte of {}", c.0);
+            if want.is_nan() {
+                assert!(y[i].is_nan(), "{t}: {} -> {}", c.0, y[i]);
+            } else {
+                assert_eq!(y[i].to_bits(), want.to_bits(), "{t}: {} -> {}", c.0, y[i]);
+            }
+        }
+    }
+}

@@ -120,35 +120,36 @@ def test_cpu_reference_error_inside_jit_is_the_rendered_diagnostic(tmp_path) -> 
     assert "help: integer division by zero has no value on the TPU" in msg
 
 
-CAST8 = """kernel cast8<M = 32, N = 128>(
+MUL8 = """kernel mul8<M = 32, N = 128>(
     x: f8e4m3fn[M, N] block [M, N] at (0, 0),
 ) -> z: f8e4m3fn[M, N] block [M, N] at (0, 0)
 grid (i in 1 parallel)
 {
-    z[..] = x[..];
+    z[..] = x[..] * x[..];
 }
 """
 
 
 def test_kernel_without_cpu_reference_fails_on_cpu_as_pkc_run_does(tmp_path) -> None:
-    """fp8 refs are not in the CPU reference: jitted on CPU or run with
+    """Arithmetic on fp8 values is not in the CPU reference (which reads,
+    writes and casts fp8, and multiplies fp8 matrices): jitted on CPU or run with
     `pk.run`, the kernel raises the error `pkc run` prints for its source
     (PK1021 at the operation), and a package built without kernel.wasm the
     one `pkc run` prints for the package (PK3012)."""
     from conftest import pkc
 
-    path = tmp_path / "cast8.pk"
-    path.write_text(CAST8)
+    path = tmp_path / "mul8.pk"
+    path.write_text(MUL8)
     x = np.zeros((32, 128), ml_dtypes.float8_e4m3fn)
     k = pk.jax.kernel(path)
     with pytest.raises(pk.PkError) as e:
         jax.jit(k)(x)
     assert e.value.code == "PK1021"
     msg = str(e.value)
-    assert "reading or writing f8e4m3fn refs is not supported by the CPU reference" in msg
-    assert "cast8.pk:6:13" in msg and "╰── here" in msg
+    assert "`Mul` on f8e4m3fn is not supported by the CPU reference" in msg
+    assert "mul8.pk:6:13" in msg and "╰── here" in msg
     p = pkc("run", str(path), check=False)
-    assert p.returncode == 1 and "PK1021" in p.stderr and "cast8.pk:6:13" in p.stderr
+    assert p.returncode == 1 and "PK1021" in p.stderr and "mul8.pk:6:13" in p.stderr
     with pytest.raises(pk.PkError) as e:
         pk.run(k.specialise(x), x)
     assert e.value.code == "PK1021"
@@ -157,7 +158,7 @@ def test_kernel_without_cpu_reference_fails_on_cpu_as_pkc_run_does(tmp_path) -> 
     assert "tpu_custom_call" in jax.jit(k).trace(spec).lower(lowering_platforms=("tpu",)).as_text()
 
     pkc("build", str(path), "-o", str(tmp_path / "out"))
-    package = pk.jax.kernel(tmp_path / "out" / "cast8")
+    package = pk.jax.kernel(tmp_path / "out" / "mul8")
     with pytest.raises(pk.PkError) as e:
         jax.jit(package)(x)
     assert e.value.code == "PK3012"

@@ -19,10 +19,18 @@ from conftest import KERNELS, ROOT, pkc
 CASES = json.loads((ROOT / "tests" / "data" / "cases.json").read_text())
 
 
-def load(path: str) -> np.ndarray:
+FP8 = {"f8e4m3fn": ml_dtypes.float8_e4m3fn, "f8e5m2": ml_dtypes.float8_e5m2}
+
+
+def load(path: str, fp8: str | None = None) -> np.ndarray:
     a = np.load(ROOT / path)
-    # bf16 files hold 2-byte opaque elements (numpy has no bfloat16).
-    return a.view(ml_dtypes.bfloat16) if a.dtype.kind == "V" and a.itemsize == 2 else a
+    # bf16 files hold 2-byte opaque elements (numpy has no bfloat16), fp8
+    # files 1-byte ones, of the case's fp8 dtype.
+    if a.dtype.kind == "V" and a.itemsize == 2:
+        return a.view(ml_dtypes.bfloat16)
+    if a.dtype.kind == "V" and a.itemsize == 1 and fp8:
+        return a.view(FP8[fp8])
+    return a
 
 
 def test_every_kernel_file_has_a_fixture_case() -> None:
@@ -36,7 +44,9 @@ def test_fixture_case_through_jax(case: dict, tmp_path: pathlib.Path) -> None:
     params = {n: str(v) for n, v in case["params"].items()}
     entry = case.get("entry")
     k = pk.jax.kernel(ROOT / case["kernel"], kernel=entry, **params)
-    inputs = [load(p) for p in case["inputs"].values()]
+    # The case's fp8 dtype, when it has one (`F` or `KV`).
+    fp8 = next((v for v in params.values() if v in FP8), None)
+    inputs = [load(p, fp8) for p in case["inputs"].values()]
     got = jax.jit(k)(*inputs)
     got = got if isinstance(got, tuple) else (got,)
     outputs = [name for name, _, _ in k.specialise(*inputs).outputs]

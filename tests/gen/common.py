@@ -21,6 +21,10 @@ def rng(case):
 def save(case, name, arr):
     path = os.path.join(DATA, case, name + ".npy")
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    if arr.dtype.itemsize == 1 and arr.dtype.kind not in "iub":
+        # fp8: opaque bytes (`|V1`), which numpy reads back without
+        # ml_dtypes (it writes float8_e5m2 as `<f1`, which numpy cannot).
+        arr = arr.view(np.dtype("V1"))
     np.save(path, arr)
     return os.path.relpath(path, os.path.dirname(HERE))
 

@@ -8,9 +8,12 @@ last page, and the pages no sequence uses) is filled with NaN (with a NaN
 scale for int8 pages), so a kernel that lets such a slot reach a result
 fails the case instead of passing by luck."""
 
+import ml_dtypes
 import numpy as np
 
 from .common import as_dtype, case, f64, rng
+
+FP8 = {"f8e4m3fn": ml_dtypes.float8_e4m3fn, "f8e5m2": ml_dtypes.float8_e5m2}
 
 
 def page_tables(g, lengths, page_size, pages_per_seq, total_pages):
@@ -160,6 +163,10 @@ def ragged_case(name, dtype, kv_dtype, h, kh, d, page_size, pages_per_seq, total
         k_pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
         v_pages = g.integers(-127, 128, (kh, total_pages, page_size, d)).astype(np.int8)
         kf, vf = f64(k_pages) * k_scale, f64(v_pages) * v_scale
+    elif kv_dtype in FP8:
+        k_pages = g.normal(0.0, 1.0, (kh, total_pages, page_size, d)).astype(FP8[kv_dtype])
+        v_pages = g.normal(0.0, 1.0, (kh, total_pages, page_size, d)).astype(FP8[kv_dtype])
+        kf, vf = f64(k_pages) * k_scale, f64(v_pages) * v_scale
     else:
         k_pages, _, kf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lens, False)
         v_pages, _, vf = fill_cache(g, kv_dtype, kh, total_pages, page_size, d, table, lens, False)
@@ -222,4 +229,9 @@ def ragged_cases():
         # row used (num_seqs = S), and a last query block with no token.
         ragged_case("ragged_int8_scaled_f32_full_tables", "f32", "i8", 2, 2, 32, 8, 4, 12, 16, 2, 3, 40,
                     [1, 1, 9], [17, 3, 30], k_scale=0.015625, v_scale=0.0078125),
+        # fp8 pages (both formats) with power-of-two scales, as the int8 case.
+        ragged_case("ragged_fp8_e4m3_scaled_f32", "f32", "f8e4m3fn", 2, 2, 32, 8, 4, 12, 16, 2, 3,
+                    40, [1, 4, 9], [17, 4, 30], k_scale=0.5, v_scale=0.25),
+        ragged_case("ragged_fp8_e5m2_scaled_f32_window", "f32", "f8e5m2", 4, 2, 32, 8, 4, 12, 16, 2,
+                    3, 40, [2, 1, 9], [20, 3, 30], window=6, k_scale=0.25, v_scale=0.5),
     ]

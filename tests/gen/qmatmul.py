@@ -35,13 +35,11 @@ def w8a8_case(name, m, k, n, bm, bn, bk, out_dtype="f32"):
 
 
 def fp8_case(name, m, k, n, bm, bn, bk, fp8="f8e4m3fn", out_dtype="f32"):
-    """The CPU reference cannot load fp8 refs yet (PK1021), so the operands
-    are the values of `fp8`, stored as bf16, which holds every e4m3fn and
-    e5m2 value exactly: the kernel runs with `F=bf16` and computes what it
-    computes on fp8 storage (exact products, f32 sums)."""
+    """`x` and `w` stored in `fp8` (the `.npy` files hold the ml_dtypes
+    encodings), the reference from their exact values."""
     g = rng(name)
-    x = g.normal(0.0, 1.0, (m, k)).astype(FP8[fp8]).astype(np.float32).astype(ml_dtypes.bfloat16)
-    w = g.normal(0.0, 1.0, (k, n)).astype(FP8[fp8]).astype(np.float32).astype(ml_dtypes.bfloat16)
+    x = g.normal(0.0, 1.0, (m, k)).astype(FP8[fp8])
+    w = g.normal(0.0, 1.0, (k, n)).astype(FP8[fp8])
     # Scales as a quantizer makes them: one per row of each 1x128 block
     # of x, one per 128x128 block of w.
     xs = g.uniform(0.01, 1.0, (m, k // 128)).astype(np.float32)
@@ -49,7 +47,7 @@ def fp8_case(name, m, k, n, bm, bn, bk, fp8="f8e4m3fn", out_dtype="f32"):
     x_deq = f64(x) * np.repeat(f64(xs), 128, axis=1)
     w_deq = f64(w) * np.repeat(np.repeat(f64(ws), 128, axis=0), 128, axis=1)
     out = x_deq @ w_deq
-    params = {"M": m, "K": k, "N": n, "bm": bm, "bn": bn, "bk": bk, "F": "bf16", "O": out_dtype}
+    params = {"M": m, "K": k, "N": n, "bm": bm, "bn": bn, "bk": bk, "F": fp8, "O": out_dtype}
     # fp8 products are exact in f32; each 128-term slice sums in f32 (a
     # few ulps of terms of size ~10, ~1e-6 relative), is scaled twice and
     # added into the f32 accumulator: 1e-5 relative with atol for sums

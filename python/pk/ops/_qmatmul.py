@@ -76,10 +76,8 @@ def qmatmul_fp8(
     or f32) ``[M, N]``. Blocks default to up to (256, 512, 512), ``bn`` and
     ``bk`` multiples of 128 dividing ``N`` and ``K``.
 
-    TPU only: fp8 exists on v5e and later (``PK0312`` on v4), and the CPU
-    reference has no fp8 matmul, so on CPU the call raises ``pk.PkError``
-    ``PK1021`` (unsupported on CPU), as ``pkc run`` does; it lowers and
-    exports for TPU on any machine. Forward only.
+    fp8 exists on v5e and later (``PK0312`` on v4); the CPU reference runs
+    it too (fp8 values in f32 lanes, exact products). Forward only.
     """
     m, k = x.shape
     n = w.shape[1]

@@ -30,6 +30,8 @@ pub enum NpyType {
     U2,
     /// Opaque bytes (`V2`: bf16, `V1`: fp8 from ml_dtypes).
     V(usize),
+    /// A one-byte float: ml_dtypes writes `float8_e5m2` arrays as `<f1`.
+    F1,
 }
 
 impl NpyType {
@@ -38,7 +40,7 @@ impl NpyType {
             NpyType::F8 | NpyType::I8 => 8,
             NpyType::F4 | NpyType::I4 => 4,
             NpyType::I2 | NpyType::U2 => 2,
-            NpyType::I1 | NpyType::U1 | NpyType::B1 => 1,
+            NpyType::I1 | NpyType::U1 | NpyType::B1 | NpyType::F1 => 1,
             NpyType::V(n) => n,
         }
     }
@@ -55,6 +57,7 @@ impl NpyType {
             NpyType::B1 => "bool (|b1)".into(),
             NpyType::U2 => "uint16 (<u2)".into(),
             NpyType::V(n) => format!("{n} opaque bytes (<V{n})"),
+            NpyType::F1 => "a 1-byte float (<f1)".into(),
         }
     }
 }
@@ -79,7 +82,7 @@ pub fn accepted(d: DType) -> &'static [NpyType] {
         DType::I8 => &[NpyType::I1],
         DType::U8 => &[NpyType::U1],
         DType::Bool => &[NpyType::B1],
-        DType::F8E4M3FN | DType::F8E5M2 => &[NpyType::V(1), NpyType::U1],
+        DType::F8E4M3FN | DType::F8E5M2 => &[NpyType::V(1), NpyType::F1, NpyType::U1],
     }
 }
 
@@ -116,6 +119,7 @@ fn parse_descr(d: &str) -> Result<(NpyType, bool), String> {
         "u2" => NpyType::U2,
         "V2" => NpyType::V(2),
         "V1" => NpyType::V(1),
+        "f1" => NpyType::F1,
         other => return Err(format!("unsupported dtype `{other}` (descr '{d}')")),
     };
     Ok((ty, order))

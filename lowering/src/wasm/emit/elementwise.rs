@@ -565,14 +565,15 @@ impl Em<'_, '_> {
     }
 
     fn cast_s(&mut self, from: DType, to: DType) -> Result<(), Error> {
-        if is_f8(from) || is_f8(to) {
-            return Err(self.unsupported(format!("a cast from {from} to {to}")));
-        }
+        // fp8 lanes are f32 lanes holding fp8 values: a cast from fp8 is a
+        // cast from f32, and a cast to it rounds, as one to bf16 does.
         let fb = &mut self.fb;
         match (is_f(from), is_f(to)) {
             (true, true) => {
                 if to == DType::BF16 {
                     round_bf16(fb);
+                } else if is_f8(to) {
+                    super::f8::round_s(fb, to);
                 }
             }
             (true, false) if to == DType::Bool => {
@@ -598,6 +599,8 @@ impl Em<'_, '_> {
                 fb.op(I::F32ConvertI32S);
                 if to == DType::BF16 {
                     round_bf16(fb);
+                } else if is_f8(to) {
+                    super::f8::round_s(fb, to);
                 }
             }
             (false, false) if to == DType::Bool => {

@@ -2,7 +2,7 @@
 //! checks on dynamic starts and, optionally, the shadow "written" maps),
 //! DMA descriptors, and the MXU `dot` call on tiles in place.
 
-use super::{elems, is_f, shape, Addr, Em};
+use super::{elems, f8, is_f, shape, Addr, Em};
 use crate::wasm::abi::{self, DmaSite, DotKind, DotSite, TrapKind, WinStart};
 use crate::wasm::fb::{m128, mem, Fb};
 use crate::wasm::math::Helper;
@@ -106,6 +106,11 @@ pub(super) fn load_elem(fb: &mut Fb, d: DType, off: u32) {
         DType::I16 => fb.op(I::I32Load16S(mem(off, 1))),
         DType::I8 => fb.op(I::I32Load8S(mem(off, 0))),
         DType::U8 => fb.op(I::I32Load8U(mem(off, 0))),
+        DType::F8E4M3FN | DType::F8E5M2 => {
+            fb.op(I::I32Load8U(mem(off, 0)));
+            f8::decode_s(fb, d);
+            fb
+        }
         _ => fb.op(I::I32Load(mem(off, 2))),
     };
 }
@@ -122,6 +127,10 @@ pub(super) fn store_elem(fb: &mut Fb, d: DType, off: u32) {
             .op(I::I32Store16(mem(off, 1))),
         DType::I16 => fb.op(I::I32Store16(mem(off, 1))),
         DType::I8 | DType::U8 => fb.op(I::I32Store8(mem(off, 0))),
+        DType::F8E4M3FN | DType::F8E5M2 => {
+            f8::encode_s(fb, d);
+            fb.op(I::I32Store8(mem(off, 0)))
+        }
         _ => fb.op(I::I32Store(mem(off, 2))),
     };
 }
@@ -144,6 +153,11 @@ fn load_vec(fb: &mut Fb, d: DType, off: u32) {
         DType::U8 => {
             fb.op(I::V128Load32Zero(mem(off, 0)));
             fb.op(I::I16x8ExtendLowI8x16U).op(I::I32x4ExtendLowI16x8U);
+        }
+        DType::F8E4M3FN | DType::F8E5M2 => {
+            fb.op(I::V128Load32Zero(mem(off, 0)));
+            fb.op(I::I16x8ExtendLowI8x16U).op(I::I32x4ExtendLowI16x8U);
+            f8::decode_v(fb, d);
         }
         _ => {
             fb.op(I::V128Load(m128(off)));
@@ -173,7 +187,10 @@ fn store_vec(fb: &mut Fb, d: DType, off: u32) {
                 lane: 0,
             });
         }
-        DType::I8 | DType::U8 => {
+        DType::I8 | DType::U8 | DType::F8E4M3FN | DType::F8E5M2 => {
+            if matches!(d, DType::F8E4M3FN | DType::F8E5M2) {
+                f8::encode_v(fb, d);
+            }
             let (n16, n8) = if d == DType::I8 {
                 (I::I16x8NarrowI32x4S, I::I8x16NarrowI16x8S)
             } else {
@@ -205,9 +222,6 @@ impl Em<'_, '_> {
             return Err(self.unsupported(format!("direct access to the ANY ref `{}`", r.name)));
         };
         let dtype = r.ty.dtype;
-        if matches!(dtype, DType::F8E4M3FN | DType::F8E5M2) {
-            return Err(self.unsupported(format!("reading or writing {dtype} refs")));
-        }
         let eb = dtype.bytes() as u32;
         let shape: Vec<u64> = slot.shape.clone();
         let st = strides(&shape);
@@ -624,11 +638,6 @@ impl Em<'_, '_> {
                 return Err(self.unsupported(format!("dot of {ld} and {rd} into {od}")));
             }
         };
-        if matches!(ld, DType::F8E4M3FN | DType::F8E5M2)
-            || matches!(rd, DType::F8E4M3FN | DType::F8E5M2)
-        {
-            return Err(self.unsupported("fp8 matmul inputs"));
-        }
         let (ls, rs, os) = (shape(self.f, lhs), shape(self.f, rhs), shape(self.f, r));
         let ld_of = |em: &Self, v: Value, cols: u64| match em.group_kind(v) {
             Some(GroupKind::View { ld: Some(ld) }) => *ld,

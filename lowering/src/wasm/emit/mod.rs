@@ -7,6 +7,7 @@
 //! `.pk` span, and passes the site number to the host.
 
 mod elementwise;
+mod f8;
 pub(crate) mod fuse;
 mod masked;
 mod memory;
