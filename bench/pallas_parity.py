@@ -74,7 +74,7 @@ class Row:
     pallas: Callable[[], PallasSide]
 
 
-# Flash attention, the configuration: B1 H8 S2048 D128, blocks of
+# Flash attention, the library's benchmark configuration: B1 H8 S2048 D128, blocks of
 # 512 (pk's defaults; Pallas's `block_k_major` = `block_k` = 512 so both
 # make one pass over a key block per grid step).
 B, H, S, D = 1, 8, 2048, 128
