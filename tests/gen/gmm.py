@@ -155,4 +155,12 @@ def cases():
         gmm_case("gmm_bf16_sizes_16_0_32", "bf16", [16, 0, 32], 64, 128, 16, 64, 128),
         tgmm_case("tgmm_f32_shared3_empty_k24_n128", "f32", SHARED, 24, 128, 32, 24, 128),
         tgmm_case("tgmm_bf16_acc_edges", "bf16", EDGES, 16, 128, 16, 16, 128, acc=True),
+        # M not a multiple of tm: the last row tile is ragged (84 rows in
+        # tiles of 32, 50 in tiles of 16); its padding rows belong to no
+        # group. An empty last group visits that last tile (tgmm).
+        gmm_case("gmm_f32_ragged_m84_tm32", "f32", [20, 0, 9, 5, 50], 32, 128, 32, 32, 128),
+        gmm_case("gmm_bf16_ragged_m50_acc", "bf16", [0, 30, 20], 32, 128, 16, 32, 128, acc=True),
+        tgmm_case("tgmm_f32_ragged_m84_tm32", "f32", [20, 0, 9, 5, 50], 24, 128, 32, 24, 128),
+        tgmm_case("tgmm_bf16_ragged_m50_acc_empty_last", "bf16", [30, 20, 0], 16, 128, 16, 16,
+                  128, acc=True),
     ]

@@ -295,7 +295,9 @@ impl<'a> KernelCx<'a> {
         let mut ragged = Vec::new();
         for g in dims {
             self.declare(ck, &g.name);
-            if super::ragged::is_cdiv(&g.extent) {
+            if super::ragged::is_cdiv(&g.extent)
+                || g.bound.as_ref().is_some_and(super::ragged::bound_opts_in)
+            {
                 ragged.push(g.name.name.clone());
             }
             let extent = self.grid_extent(ck, g, prefetch).unwrap_or(Dim::Known(1));

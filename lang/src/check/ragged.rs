@@ -18,6 +18,19 @@ pub(super) fn is_cdiv(extent: &Expr) -> bool {
     matches!(&extent.kind, ExprKind::Call(p, _) if p.segments.len() == 1 && p.segments[0].name == "cdiv")
 }
 
+/// Whether the bound of a dynamic axis (`t in n[0] <= BOUND`) opts it in:
+/// the bound is a call to `cdiv`, or one of the terms of the sum or
+/// difference at its top is (`cdiv(M, tm) + G - 1`, the visits of a grouped
+/// matmul over `cdiv(M, tm)` row tiles).
+pub(super) fn bound_opts_in(bound: &Expr) -> bool {
+    match &bound.kind {
+        ExprKind::Binary(ast::BinOp::Add | ast::BinOp::Sub, a, b) => {
+            bound_opts_in(a) || bound_opts_in(b)
+        }
+        _ => is_cdiv(bound),
+    }
+}
+
 /// The grid axes, by name, that one index-map entry reads, in the order it
 /// reads them (each once).
 pub(super) fn axes_read<'g>(entry: &Expr, grid: &'g [String]) -> Vec<&'g str> {

@@ -14,6 +14,18 @@ const LANES: i64 = 128;
 
 pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged: &[String]) {
     let grid: Vec<String> = k.grid.iter().map(|a| a.name.clone()).collect();
+    // Axes with a run-time extent opt in through their bound.
+    let dynamic: Vec<&str> = decl
+        .clauses
+        .iter()
+        .filter_map(|c| match c {
+            ast::Clause::Grid(dims, _) => Some(dims),
+            _ => None,
+        })
+        .flatten()
+        .filter(|g| g.bound.is_some())
+        .map(|g| g.name.name.as_str())
+        .collect();
     for o in &k.operands {
         let Some(b) = &o.block else {
             continue;
@@ -33,7 +45,7 @@ pub fn check_header(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl, ragged
         let dim_spans = block_dim_spans(decl, &o.name, b.dims.len())
             .unwrap_or_else(|| vec![span; b.dims.len()]);
         let axes = dim_axes(decl, &o.name, b.dims.len(), &grid);
-        block_fits(ck, o, &b.dims, &dim_spans, &axes, ragged);
+        block_fits(ck, o, &b.dims, &dim_spans, &axes, (ragged, &dynamic));
         // libtpu lays out SMEM blocks with the same tiles (measured:
         // E2002 "misaligned block and tiling" for an i32 [8, 50] or [8]
         // block in SMEM).
@@ -112,7 +124,7 @@ fn block_fits(
     dims: &[BlockDim],
     spans: &[Span],
     axes: &[Vec<&str>],
-    ragged: &[String],
+    (ragged, dynamic): (&[String], &[&str]),
 ) {
     for (i, (bd, ad)) in dims.iter().zip(&o.shape).enumerate() {
         let (Some(b), Some(a)) = (bd.extent().known(), ad.known()) else {
@@ -124,10 +136,15 @@ fn block_fits(
         let span = spans[i];
         // How to opt in: name the axis that walks this dimension, or say
         // that none does (a constant index can never be partial).
-        let opt_in = |what: &str| match axes[i].first() {
+        let opt_in = |what: &str| {
+            match axes[i].first() {
+            Some(x) if dynamic.contains(x) => format!(
+                ", or write the bound of grid axis `{x}` with `cdiv(...)` (`<= cdiv(M, tm) + G - 1`) to {what}"
+            ),
             Some(x) => format!(", or write the extent of grid axis `{x}` as `cdiv(...)` to {what}"),
             None => " (its index map reads no grid axis, so no `cdiv` extent can make it partial)"
                 .to_string(),
+        }
         };
         if b > a {
             ck.error(

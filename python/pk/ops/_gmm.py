@@ -29,7 +29,7 @@ def make_group_metadata(
     straddles a group boundary is visited once per group, an empty group
     not at all, or once with ``visit_empty_groups``, which ``tgmm``
     needs), and the visit count ``num_tiles`` ``[1]``. Shapes are static
-    (``m // tm + G - 1`` visits at most). This is
+    (``cdiv(m, tm) + G - 1`` visits at most). This is
     :func:`pk.meta.gmm_metadata_jnp`, tested equal to pk's Rust builder."""
     return meta.gmm_metadata_jnp(group_sizes, m, tm, visit_empty_groups)
 
@@ -132,7 +132,7 @@ def gmm(
     consecutive row groups of ``group_sizes`` (int32 ``[G]``, traced
     values are fine), group ``g`` times ``rhs[g]`` (``rhs: T[G, K, N]``),
     f32 ``[M, N]`` out. Rows past ``sum(group_sizes)`` are zero; empty
-    groups cost nothing. ``M`` is a multiple of ``tm``. Tiles default to
+    groups cost nothing; ``M`` need not be a multiple of ``tm``. Tiles default to
     the largest aligned divisors up to 128. Differentiable: ``dlhs`` runs
     the kernel on the weights read transposed, ``drhs`` the ``tgmm``
     kernel."""
@@ -157,7 +157,7 @@ def tgmm(
     output gradient) whose rows are grouped by ``group_sizes`` (int32
     ``[G]``, traced values are fine); f32 ``[G, K, N]`` out. An empty
     group's block is zero, rows past ``sum(group_sizes)`` take no part.
-    ``M`` is a multiple of ``tm``; ``tk`` and ``tn`` block the output's
+    ``M`` need not be a multiple of ``tm``; ``tk`` and ``tn`` block the output's
     rows and columns. Tiles default to the largest aligned divisors up to
     128. Differentiable: both gradients run the ``gmm`` kernel."""
     m, k = lhs.shape
