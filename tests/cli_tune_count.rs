@@ -23,6 +23,18 @@ fn pkc_cached(cache: &Path, args: &[&str]) -> Output {
         .expect("pkc runs")
 }
 
+/// The configuration of a report (among the best shown, or the default)
+/// with these parameter values.
+fn reported<'r>(r: &'r serde_json::Value, params: &[(&str, &str)]) -> &'r serde_json::Value {
+    r["best"]
+        .as_array()
+        .expect("ranked")
+        .iter()
+        .chain(std::iter::once(&r["default"]))
+        .find(|c| params.iter().all(|(n, v)| c["params"][*n] == *v))
+        .unwrap_or_else(|| panic!("{params:?} is reported: {r}"))
+}
+
 fn json_lines(o: &Output) -> Vec<serde_json::Value> {
     stdout(o)
         .lines()
@@ -246,12 +258,7 @@ fn the_model_counts_the_visits_grouped_matmul_metadata_asks_for() {
     let o = pkc_cached(cache.path(), &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let r = &json_lines(&o)[0];
-    let c = r["best"]
-        .as_array()
-        .expect("ranked")
-        .iter()
-        .find(|c| c["params"]["tk"] == "128")
-        .expect("tk=128 is ranked");
+    let c = reported(r, &[("tk", "128")]);
     assert_eq!(c["work"]["counted"], false);
     assert_eq!(c["work"]["grid_steps"], 20);
 }
@@ -418,13 +425,7 @@ fn the_model_counts_the_key_blocks_causal_flash_attention_skips() {
         );
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let r = &json_lines(&o)[0];
-        let c = r["best"]
-            .as_array()
-            .expect("ranked")
-            .iter()
-            .chain(std::iter::once(&r["default"]))
-            .find(|c| c["params"]["bq"] == "512" && c["params"]["bk"] == "512")
-            .unwrap_or_else(|| panic!("bq=bk=512 is reported: {r}"));
+        let c = reported(r, &[("bq", "512"), ("bk", "512")]);
         let w = &c["work"];
         assert_eq!(w["counted"], true, "{w}");
         assert_eq!(w["grid_steps"], 128, "{w}");
