@@ -4,8 +4,8 @@
 //! The TPU is opened once and must be the generation being tuned. Each
 //! candidate's StableHLO module is compiled for the device and loaded once;
 //! its inputs (the `--in` arrays, the others random, made as `pkc bench`
-//! makes them) are copied to the device once for every candidate that
-//! reads the same arrays. A timing is the wall time from the execute call
+//! makes them) are made and copied to the device once for every candidate
+//! with the same input operands. A timing is the wall time from the execute call
 //! to the device's completion event, so it includes the launch (a few
 //! microseconds), not the copies; [`Loaded::median`] takes the median of
 //! `repeats` executions after one warm-up, as the successive halving of the
@@ -15,7 +15,8 @@ use super::build::print_diagnostic;
 use super::common::{pjrt_exit_code, EXIT_USAGE};
 use super::tune::{module_of, Candidate, TuneError};
 use super::ui::ui;
-use pk_runtime::cpu::{CpuKernel, HostArray};
+use pk_lowering::wasm::abi::Role;
+use pk_runtime::cpu::CpuKernel;
 use pk_runtime::pjrt::{Client, DeviceBuffer, LoadedExecutable, Plugin, TpuTarget};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -83,29 +84,41 @@ impl Device {
         sets: &mut Vec<InputSet<'d>>,
     ) -> Option<(LoadedExecutable<'d>, usize)> {
         let stablehlo = module_of(c, self.target).ok()?;
-        // The inputs as `pkc bench` makes them, from the operand table of the
-        // candidate's CPU reference.
-        let (wasm, manifest) = c.built.package.cpu_reference.clone()?;
-        let kernel = CpuKernel::new(&wasm, manifest, false).ok()?;
-        let (arrays, _) = super::bench::inputs(&kernel, given).ok()?;
         let exe = self.client.compile(self.target, stablehlo).ok()?;
-        if let Some(i) = sets.iter().position(|s| s.arrays == arrays) {
+        // The inputs are made as `pkc bench` makes them, from the operand
+        // table of the candidate's CPU reference: the same table (names,
+        // roles, dtypes, shapes) makes the same arrays, so a set is made,
+        // read and copied once for all candidates that share it.
+        let (wasm, manifest) = c.built.package.cpu_reference.as_ref()?;
+        let signature: Vec<Operand> = manifest
+            .operands
+            .iter()
+            .filter(|o| o.role != Role::Output)
+            .map(|o| (o.name.clone(), o.role, o.dtype.clone(), o.shape.clone()))
+            .collect();
+        if let Some(i) = sets.iter().position(|s| s.signature == signature) {
             return Some((exe, i));
         }
+        let kernel = CpuKernel::new(wasm, manifest.clone(), false).ok()?;
+        let (arrays, _) = super::bench::inputs(&kernel, given).ok()?;
         let buffers = kernel
             .inputs()
             .zip(&arrays)
             .map(|((_, o), a)| exe.upload(&o.name, a))
             .collect::<Result<Vec<_>, _>>()
             .ok()?;
-        sets.push(InputSet { arrays, buffers });
+        sets.push(InputSet { signature, buffers });
         Some((exe, sets.len() - 1))
     }
 }
 
-/// One distinct set of input arrays and its copy on the device.
+/// An input operand as the CPU reference's table has it: name, role, dtype
+/// and shape.
+type Operand = (String, Role, String, Vec<u64>);
+
+/// The inputs of one operand table, copied to the device.
 struct InputSet<'d> {
-    arrays: Vec<HostArray>,
+    signature: Vec<Operand>,
     buffers: Vec<DeviceBuffer<'d>>,
 }
 

@@ -332,7 +332,6 @@ fn vmem_usable(k: &Kernel, target: crate::target::Target) -> u64 {
 
 /// What the TPU compiler keeps in VMEM for one matmul, beside the blocks
 /// and scratch.
-#[derive(Clone, Copy, Default)]
 struct DotVmem {
     /// Copies of narrow operands in the MXU's layout: up to the bytes of
     /// both operand tiles (measured with libtpu 0.0.51: about the lhs tile
@@ -350,6 +349,12 @@ struct DotVmem {
     /// does a matmul adding a 4 MiB result to its accumulator beside 14
     /// MiB.
     result: u64,
+}
+
+impl DotVmem {
+    fn bytes(&self) -> u64 {
+        self.copies + self.result
+    }
 }
 
 /// The vector registers of a TensorCore: 64 of 8 x 128 32-bit lanes.
@@ -389,8 +394,7 @@ fn dot_vmem(k: &Kernel, target: crate::target::Target) -> Option<(DotVmem, Span)
             })
             .unwrap_or(0);
         let d = DotVmem { copies, result };
-        let need = |d: &DotVmem| d.copies + d.result;
-        if need(&d) > 0 && best.as_ref().is_none_or(|(b, _)| need(&d) > need(b)) {
+        if d.bytes() > 0 && best.as_ref().is_none_or(|(b, _)| d.bytes() > b.bytes()) {
             best = Some((d, f.span(id)));
         }
     }
@@ -408,7 +412,7 @@ pub fn check_body_vmem(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
     let Some((dot, span)) = dot_vmem(k, ck.target) else {
         return;
     };
-    let extra = dot.copies + dot.result;
+    let extra = dot.bytes();
     if total > limit || total.saturating_add(extra) <= limit {
         return;
     }
@@ -417,18 +421,19 @@ pub fn check_body_vmem(ck: &mut Checker, k: &Kernel, decl: &ast::KernelDecl) {
     } else {
         "the matmul's operand copies and result"
     };
-    let mut held = format!(
-        "the TPU compiler keeps up to {} of VMEM for this matmul (copies of narrow operands)",
-        mib(dot.copies)
-    );
-    if dot.result > 0 {
-        held = format!(
+    let held = if dot.result == 0 {
+        format!(
+            "the TPU compiler keeps up to {} of VMEM for this matmul (copies of narrow operands)",
+            mib(dot.copies)
+        )
+    } else {
+        format!(
             "the TPU compiler keeps {} of VMEM for this matmul: up to {} of operand copies and its {} result, which is computed on",
             mib(extra),
             mib(dot.copies),
             mib(dot.result)
-        );
-    }
+        )
+    };
     let d = Diag::new(
         &codes::VMEM_BUDGET,
         format!(
