@@ -688,6 +688,9 @@ impl CpuKernel {
                 }
             }
         }
+        // Workers take units in chunks, so their lists interleave: in unit
+        // order, reports (races, unwritten blocks) do not depend on timing.
+        units.sort_unstable_by_key(|(u, _)| *u);
         match first {
             Some((_, e)) => Err(*e),
             None => Ok((units, traffic)),
