@@ -21,6 +21,7 @@ mod instance;
 mod mxu;
 pub mod npy;
 mod pin;
+mod vnni;
 mod window;
 
 pub use array::{bf16_from_f32, bf16_to_f32, fill_poison, HostArray};

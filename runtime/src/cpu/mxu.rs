@@ -7,7 +7,10 @@
 //! (int8 values held as i32 lanes) into an i32 accumulator that wraps.
 //! bf16 x bf16 products have at most 16 significant bits, so f32 products
 //! are exact; only the summation order differs from the chip, which is
-//! what the test tolerances allow for.
+//! what the test tolerances allow for. Integer sums are exact: int8 dots run
+//! on the host's int8 dot-product instructions where it has them
+//! ([`super::vnni`]), else as exact f32 GEMMs over short K chunks, else in
+//! a plain wrapping loop.
 
 use super::buffers::Input;
 use pk_lowering::wasm::abi::{DotKind, DotSite};
@@ -84,6 +87,8 @@ pub(crate) struct Scratch {
     rhs: Vec<f32>,
     /// Exact f32 sums of one K chunk of an integer dot.
     int_acc: Vec<f32>,
+    /// Buffers of the int8 dot-product route.
+    int8: super::vnni::Scratch,
     /// Per ref, the block the MXU reads from the array instead of VMEM.
     direct: Vec<Option<Direct>>,
 }
@@ -331,7 +336,16 @@ pub(crate) fn dot(
             let [l0, r0] = offsets;
             let lhs = (l0, d.lhs_dims, sl.ld, d.trans_lhs);
             let rhs = (r0, d.rhs_dims, sr.ld, d.trans_rhs);
-            if !int_gemm(mem, (m, n, k), lhs, rhs, o.0, d.accumulate, scratch) {
+            if !super::vnni::gemm(
+                mem,
+                (m, n, k),
+                lhs,
+                rhs,
+                o.0,
+                d.accumulate,
+                &mut scratch.int8,
+            ) && !int_gemm(mem, (m, n, k), lhs, rhs, o.0, d.accumulate, scratch)
+            {
                 int_loop(mem, (m, n, k), lhs, rhs, o.0, d.accumulate);
             }
         }
@@ -341,7 +355,7 @@ pub(crate) fn dot(
 
 /// One integer operand as stored: byte offset, stored dims, row stride
 /// (elements) and whether it is stored transposed.
-type IntOperand = (usize, (u32, u32), usize, bool);
+pub(crate) type IntOperand = (usize, (u32, u32), usize, bool);
 
 fn read_i32(mem: &[u8], p: usize) -> i32 {
     i32::from_le_bytes([mem[p], mem[p + 1], mem[p + 2], mem[p + 3]])
