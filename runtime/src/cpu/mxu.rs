@@ -494,6 +494,70 @@ fn int_loop(
     }
 }
 
+/// An int8 problem laid out for the integer-dot tests: op(lhs) `m x k`
+/// from `a`, op(rhs) `k x n` from `b`, each stored transposed as `(tl, tr)`
+/// say, after them the `m x n` output holding `init`. Returns the memory
+/// and the lhs, rhs and output operands.
+#[cfg(test)]
+pub(crate) fn int_problem(
+    (m, n, k): (usize, usize, usize),
+    (tl, tr): (bool, bool),
+    a: impl Fn(usize, usize) -> i32,
+    b: impl Fn(usize, usize) -> i32,
+    init: impl Fn(usize) -> i32,
+) -> (Vec<u8>, IntOperand, IntOperand, usize) {
+    let (la, ra, oa) = (0usize, 4 * m * k, 4 * (m + n) * k);
+    let mut mem = vec![0u8; oa + 4 * m * n];
+    let put = |mem: &mut [u8], at: usize, v: i32| mem[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    for i in 0..m {
+        for p in 0..k {
+            put(
+                &mut mem,
+                la + 4 * if tl { p * m + i } else { i * k + p },
+                a(i, p),
+            );
+        }
+    }
+    for p in 0..k {
+        for j in 0..n {
+            put(
+                &mut mem,
+                ra + 4 * if tr { j * k + p } else { p * n + j },
+                b(p, j),
+            );
+        }
+    }
+    for x in 0..m * n {
+        put(&mut mem, oa + 4 * x, init(x));
+    }
+    let stored = |t: bool, (r, c): (usize, usize)| if t { (c, r) } else { (r, c) };
+    let operand = |at, t, dims| {
+        let (r, c) = stored(t, dims);
+        (at, (r as u32, c as u32), c, t)
+    };
+    (mem, operand(la, tl, (m, k)), operand(ra, tr, (k, n)), oa)
+}
+
+/// Asserts that the output of an [`int_problem`] accumulated the products:
+/// `init` plus the i64 sum, taken modulo 2^32.
+#[cfg(test)]
+pub(crate) fn assert_int_sums(
+    mem: &[u8],
+    out: usize,
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize, usize) -> i32,
+    b: impl Fn(usize, usize) -> i32,
+    init: impl Fn(usize) -> i32,
+    what: &str,
+) {
+    for x in 0..m * n {
+        let sum: i64 = (0..k).map(|p| i64::from(a(x / n, p) * b(p, x % n))).sum();
+        let want = (i64::from(init(x)) + sum) as i32;
+        let got = i32::from_le_bytes(mem[out + 4 * x..out + 4 * x + 4].try_into().unwrap());
+        assert_eq!(got, want, "{what} at {x}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -642,43 +706,22 @@ mod tests {
             }
         };
         let init = |x: usize| i32::MAX - 1000 + x as i32;
-        let ints =
-            |mem: &mut [u8], at: usize, v: i32| mem[at..at + 4].copy_from_slice(&v.to_le_bytes());
-        for (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
-            let (la, ra, oa) = (0usize, 4 * m * k, 4 * (m + n) * k);
-            let mut mem = vec![0u8; oa + 4 * m * n];
-            for i in 0..m {
-                for p in 0..k {
-                    ints(
-                        &mut mem,
-                        la + 4 * if tl { p * m + i } else { i * k + p },
-                        a(i, p),
-                    );
-                }
-            }
-            for p in 0..k {
-                for j in 0..n {
-                    ints(
-                        &mut mem,
-                        ra + 4 * if tr { j * k + p } else { p * n + j },
-                        b(p, j),
-                    );
-                }
-            }
-            for x in 0..m * n {
-                ints(&mut mem, oa + 4 * x, init(x));
-            }
+        let shape = (m, n, k);
+        for t @ (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
+            // Through the dispatch (the int8 dot-product route where the
+            // host has it) ...
+            let (mut mem, l, r, o) = int_problem(shape, t, a, b, init);
             let d = DotSite {
                 accumulate: true,
                 ..site(m as u32, n as u32, k as u32, tl, tr, DotKind::I32)
             };
-            run(&mut mem, &d, la as u32, ra as u32, oa as u32).unwrap();
-            for x in 0..m * n {
-                let sum: i64 = (0..k).map(|p| i64::from(a(x / n, p) * b(p, x % n))).sum();
-                let want = (i64::from(init(x)) + sum) as i32;
-                let got = i32::from_le_bytes(mem[oa + 4 * x..oa + 4 * x + 4].try_into().unwrap());
-                assert_eq!(got, want, "{tl} {tr} at {x}");
-            }
+            run(&mut mem, &d, l.0 as u32, r.0 as u32, o as u32).unwrap();
+            assert_int_sums(&mem, o, shape, a, b, init, &format!("dot {t:?}"));
+            // ... and the exact f32 chunks every host has.
+            let (mut mem, l, r, o) = int_problem(shape, t, a, b, init);
+            let mut scratch = Scratch::default();
+            assert!(int_gemm(&mut mem, shape, l, r, o, true, &mut scratch));
+            assert_int_sums(&mem, o, shape, a, b, init, &format!("f32 chunks {t:?}"));
         }
     }
 

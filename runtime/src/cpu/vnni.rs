@@ -274,6 +274,7 @@ unsafe fn tile(a: *const u8, lda: usize, b: *const u8, groups: usize, c: *mut i3
 
 #[cfg(test)]
 mod tests {
+    use super::super::mxu::{assert_int_sums, int_problem};
     use super::*;
 
     /// Deterministic int8 values, the extremes among them.
@@ -297,64 +298,21 @@ mod tests {
         }
         let mut s = Scratch::default();
         for (m, n, k) in [(1, 1, 1), (9, 50, 7), (16, 96, 516), (13, 17, 1100)] {
-            for (tl, tr) in [(false, false), (true, false), (false, true), (true, true)] {
+            for t in [(false, false), (true, false), (false, true), (true, true)] {
                 let a = |i: usize, p: usize| val(i * 7919 + p * 31 + 1);
                 let b = |p: usize, j: usize| val(p * 104729 + j * 17 + 2);
                 let init = |x: usize| i32::MAX - 5000 + 3 * x as i32;
-                let (la, ra, oa) = (0usize, 4 * m * k, 4 * (m + n) * k);
-                let mut mem = vec![0u8; oa + 4 * m * n];
-                let put = |mem: &mut [u8], at: usize, v: i32| {
-                    mem[at..at + 4].copy_from_slice(&v.to_le_bytes())
-                };
-                for i in 0..m {
-                    for p in 0..k {
-                        put(
-                            &mut mem,
-                            la + 4 * if tl { p * m + i } else { i * k + p },
-                            a(i, p),
-                        );
-                    }
-                }
-                for p in 0..k {
-                    for j in 0..n {
-                        put(
-                            &mut mem,
-                            ra + 4 * if tr { j * k + p } else { p * n + j },
-                            b(p, j),
-                        );
-                    }
-                }
-                for x in 0..m * n {
-                    put(&mut mem, oa + 4 * x, init(x));
-                }
-                let lhs = (
-                    la,
-                    if tl {
-                        (k as u32, m as u32)
-                    } else {
-                        (m as u32, k as u32)
-                    },
-                    if tl { m } else { k },
-                    tl,
+                let (mut mem, l, r, o) = int_problem((m, n, k), t, a, b, init);
+                assert!(gemm(&mut mem, (m, n, k), l, r, o, true, &mut s));
+                assert_int_sums(
+                    &mem,
+                    o,
+                    (m, n, k),
+                    a,
+                    b,
+                    init,
+                    &format!("{m}x{n}x{k} {t:?}"),
                 );
-                let rhs = (
-                    ra,
-                    if tr {
-                        (n as u32, k as u32)
-                    } else {
-                        (k as u32, n as u32)
-                    },
-                    if tr { k } else { n },
-                    tr,
-                );
-                assert!(gemm(&mut mem, (m, n, k), lhs, rhs, oa, true, &mut s));
-                for x in 0..m * n {
-                    let sum: i64 = (0..k).map(|p| i64::from(a(x / n, p) * b(p, x % n))).sum();
-                    let want = (i64::from(init(x)) + sum) as i32;
-                    let got =
-                        i32::from_le_bytes(mem[oa + 4 * x..oa + 4 * x + 4].try_into().unwrap());
-                    assert_eq!(got, want, "{m}x{n}x{k} {tl} {tr} at {x}");
-                }
             }
         }
     }
