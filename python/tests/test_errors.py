@@ -22,8 +22,10 @@ def test_shape_conflict_names_operand_and_dimension() -> None:
     assert e.value.code == "PK5003"
     msg = str(e.value)
     assert "dimension 0 of `b` is 256, but `K` is 512 (from dimension 1 of `a`)" in msg
-    # The caret points at `K` in `b: T[K, N]`.
-    assert "22 │     b: T[K, N] block [bk, bn] at (k, j)," in msg
+    # The caret points at `K` in `b: T[K, N]`, on that line of the file.
+    src = "    b: T[K, N] block [bk, bn] at (k, j),"
+    line = (KERNELS / "matmul.pk").read_text().splitlines().index(src) + 1
+    assert f"{line} │ {src}" in msg
     assert "╰── `K` must be the same size here" in msg
     assert "help: every array that names the same parameter must agree on it" in msg
 
