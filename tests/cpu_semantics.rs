@@ -300,9 +300,12 @@ fn matmul_ref_facts() {
             f("c", true, false),
         ]
     );
-    // bf16 operands are read by the MXU where they are stored.
+    // bf16 operands are read by the MXU where they are stored, and at the
+    // default blocks (bk < K) the product is added into `c` by the GEMM.
     let w = cpu_support::lower("kernels/matmul.pk");
     assert!(w.manifest.dots.iter().all(|d| d.lhs_bf16 && d.rhs_bf16));
+    let acc: Vec<bool> = w.manifest.dots.iter().map(|d| d.accumulate).collect();
+    assert_eq!(acc, [true]);
 }
 
 /// Operands that only the MXU reads are read where they lie in the input
