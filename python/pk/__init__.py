@@ -8,7 +8,9 @@ reference on numpy arrays. ``pk.aot_compile`` compiles any StableHLO module
 libtpu, as ``pkc aot`` does.
 
 ``pk.jax.kernel`` turns a kernel into a JAX function: a Mosaic custom call
-on TPU, the CPU reference on CPU (see ``help(pk.jax)``).
+on TPU, the CPU reference on CPU (see ``help(pk.jax)``). ``pk.torch.op``
+turns one into a PyTorch op through TorchTPU (``help(pk.torch)``; needs
+``torch-tpu``).
 """
 
 from __future__ import annotations

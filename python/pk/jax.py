@@ -8,7 +8,8 @@
   ``stablehlo.custom_call @tpu_custom_call`` that ``pkc build`` writes for
   the kernel and parameters: Mosaic body, operand order, output aliases,
   cost estimate and scoped VMEM limit. So an exported function that calls
-  pk kernels is what TorchTPU's ``custom_jax_kernel`` registers.
+  pk kernels is what TorchTPU's ``torch.tpu.pallas.jax_op`` registers
+  (``pk.torch`` makes such ops).
 - lowered for CPU, a call is an XLA FFI custom call (``pk_cpu_kernel``,
   typed FFI) whose handler, native code in ``pk._pk``, runs the kernel's
   CPU reference (its WebAssembly, strictly) on XLA's buffers. A model

@@ -292,6 +292,16 @@ pub fn infer_params(
     bind::infer_params(path, kernel, given, args).map_err(|f| Rendered::failure(&f))
 }
 
+/// The operands of a call of a kernel, by name, from its header (see
+/// `pk_runtime::bind::header`).
+pub fn header(
+    path: &Path,
+    kernel: Option<&str>,
+    given: &[(String, String)],
+) -> Option<bind::Header> {
+    bind::header(path, kernel, given)
+}
+
 /// Checks a call's arrays against a specialised kernel's inputs.
 pub fn check_args(b: &Built, args: &[ArgSig]) -> Result<(), Rendered> {
     bind::check_args(&b.name, &b.inputs, args).map_err(|f| Rendered::failure(&f))

@@ -235,6 +235,25 @@ fn infer_params(
         .map_err(|r| raise(py, r))
 }
 
+/// `(kernel, parameters, inputs, outputs)`: a header's names.
+type HeaderNames = (String, Vec<String>, Vec<String>, Vec<String>);
+
+/// The operands of a call of kernel `kernel` of `path` with the
+/// parameters `params`, read from its header before any array is seen:
+/// `(kernel, parameters, inputs, outputs)`, names in declaration order.
+/// `None` when the header cannot say (the file does not parse or names no
+/// such kernel): building the kernel reports why.
+#[pyfunction]
+#[pyo3(signature = (path, kernel, params))]
+fn header(
+    path: PathBuf,
+    kernel: Option<String>,
+    params: Vec<(String, String)>,
+) -> Option<HeaderNames> {
+    adapter::header(&path, kernel.as_deref(), &params)
+        .map(|h| (h.kernel, h.params, h.inputs, h.outputs))
+}
+
 /// The `PkError` for parameters given to a package.
 #[pyfunction]
 fn package_params_error(py: Python<'_>, path: String, names: Vec<String>) -> PyErr {
@@ -297,6 +316,7 @@ fn _pk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(open_package, m)?)?;
     m.add_function(wrap_pyfunction!(infer_params, m)?)?;
+    m.add_function(wrap_pyfunction!(header, m)?)?;
     m.add_function(wrap_pyfunction!(package_params_error, m)?)?;
     m.add_function(wrap_pyfunction!(ffi_handler, m)?)?;
     m.add_function(wrap_pyfunction!(aot_compile, m)?)?;

@@ -10,6 +10,8 @@
 //! dtype. Everything else (literal dimensions, parameters the caller set,
 //! dimensions written as expressions) is checked after the kernel is
 //! specialised, by [`check_args`] against the compiled operand shapes.
+//! [`header`] names a call's arrays before any array exists, for a host
+//! that declares an operation's signature up front (a PyTorch custom op).
 //!
 //! Invariants:
 //! 1. Inference never overrides a parameter the caller set: a conflict is
@@ -116,29 +118,10 @@ pub fn infer_params(
     given: &[(String, String)],
     args: &[ArgSig],
 ) -> Result<Params, Failure> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some((module, sources)) = parse_file(path) else {
         return Ok(given.to_vec());
     };
-    let mut sources = SourceMap::new();
-    let file = sources.add(path.to_string_lossy().to_string(), text.as_str());
-    let (module, diags) = pk_lang::parse::parse(file, &text);
-    if diags.iter().any(Diag::is_error) {
-        return Ok(given.to_vec());
-    }
-    let kernels: Vec<&ast::KernelDecl> = module
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Kernel(k) => Some(k),
-            _ => None,
-        })
-        .collect();
-    let decl = match kernel {
-        Some(name) => kernels.iter().find(|k| k.name.name == name).copied(),
-        None if kernels.len() == 1 => Some(kernels[0]),
-        None => None,
-    };
-    let Some(decl) = decl else {
+    let Some(decl) = select(&module, kernel) else {
         return Ok(given.to_vec());
     };
     let mut b = Binder {
@@ -163,6 +146,81 @@ pub fn infer_params(
         }
     }
     Ok(out)
+}
+
+/// The operands of a call, by name, as a kernel's header declares them for
+/// the parameters a caller gives: what a host framework needs to declare
+/// the call's signature before it sees any array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub kernel: String,
+    /// Every parameter, in declaration order.
+    pub params: Vec<String>,
+    /// The arrays a call passes (scalar prefetch first), in call order.
+    pub inputs: Vec<String>,
+    /// The arrays a call returns, in order.
+    pub outputs: Vec<String>,
+}
+
+/// The header of kernel `kernel` of `path` (the file's only kernel when
+/// `None`) for the parameters `given`: a declaration whose `if COND` is
+/// false for them is left out, as [`infer_params`] leaves it out. `None`
+/// when the file cannot be read or parsed or names no such kernel; the
+/// compiler then reports why, with its own diagnostics.
+pub fn header(path: &Path, kernel: Option<&str>, given: &[(String, String)]) -> Option<Header> {
+    let (module, _) = parse_file(path)?;
+    let decl = select(&module, kernel)?;
+    let b = Binder {
+        decl,
+        given: given.iter().cloned().collect(),
+        inferred: BTreeMap::new(),
+        diags: Vec::new(),
+    };
+    let inputs = declared_inputs(decl)
+        .into_iter()
+        .filter(|d| !b.absent(d.when))
+        .map(|d| d.name.name.clone())
+        .collect();
+    let outputs = decl
+        .outputs
+        .iter()
+        .filter(|o| !b.absent(o.when.as_ref()))
+        .map(|o| o.name.name.clone())
+        .collect();
+    Some(Header {
+        kernel: decl.name.name.clone(),
+        params: decl.params.iter().map(|p| p.name.name.clone()).collect(),
+        inputs,
+        outputs,
+    })
+}
+
+/// The parsed module of `path` and its source map; `None` when the file
+/// cannot be read or has syntax errors.
+fn parse_file(path: &Path) -> Option<(ast::Module, SourceMap)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut sources = SourceMap::new();
+    let file = sources.add(path.to_string_lossy().to_string(), text.as_str());
+    let (module, diags) = pk_lang::parse::parse(file, &text);
+    if diags.iter().any(Diag::is_error) {
+        return None;
+    }
+    Some((module, sources))
+}
+
+/// Kernel `kernel` of `module`, or its only kernel when `None`.
+fn select<'m>(module: &'m ast::Module, kernel: Option<&str>) -> Option<&'m ast::KernelDecl> {
+    let mut kernels = module.items.iter().filter_map(|i| match i {
+        Item::Kernel(k) => Some(k),
+        _ => None,
+    });
+    match kernel {
+        Some(name) => kernels.find(|k| k.name.name == name),
+        None => {
+            let first = kernels.next()?;
+            kernels.next().is_none().then_some(first)
+        }
+    }
 }
 
 /// One array a call passes, as the header declares it.
@@ -541,20 +599,7 @@ pub fn batched_source(
     if diags.iter().any(Diag::is_error) {
         return None;
     }
-    let mut kernels = module.items.iter().filter_map(|i| match i {
-        Item::Kernel(k) => Some(k),
-        _ => None,
-    });
-    let decl = match kernel {
-        Some(name) => kernels.find(|k| k.name.name == name)?,
-        None => {
-            let first = kernels.next()?;
-            if kernels.next().is_some() {
-                return None;
-            }
-            first
-        }
-    };
+    let decl = select(&module, kernel)?;
     if decl.inputs.len() != batched.len() {
         return None;
     }
@@ -679,6 +724,32 @@ mod tests {
             "{}",
             e.diags[0].message
         );
+    }
+
+    /// The header names a call's arrays for the parameters given: prefetch
+    /// first, conditional operands only where their condition holds.
+    #[test]
+    fn header_lists_the_operands_of_a_call() {
+        let src = "kernel acc<M = 8, ACC: bool = false>(\n    x: f32[M, 128],\n    prev: f32[M, 128] if ACC,\n) -> (y: f32[M, 128], s: f32[M, 1] if !ACC)\nprefetch (n: i32[1])\n{\n    y[..] = x[..];\n}\nkernel other<M = 8>(x: f32[M, 128]) -> y: f32[M, 128]\n{\n    y[..] = x[..];\n}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acc.pk");
+        std::fs::write(&path, src).unwrap();
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let h = header(&path, Some("acc"), &[]).expect("acc");
+        assert_eq!(h.kernel, "acc");
+        assert_eq!(h.params, names(&["M", "ACC"]));
+        assert_eq!(h.inputs, names(&["n", "x"]));
+        assert_eq!(h.outputs, names(&["y", "s"]));
+        let on = [("ACC".to_string(), "true".to_string())];
+        let h = header(&path, Some("acc"), &on).expect("acc");
+        assert_eq!(
+            (h.inputs, h.outputs),
+            (names(&["n", "x", "prev"]), names(&["y"]))
+        );
+        // Two kernels and no choice, or a name the file lacks: the
+        // compiler is left to say so.
+        assert!(header(&path, None, &[]).is_none());
+        assert!(header(&path, Some("missing"), &[]).is_none());
     }
 
     /// An operand written `if COND` takes an array only where its condition
