@@ -251,9 +251,9 @@ fn explain_list_prints_every_code() {
     assert_eq!(code(&o), 0);
     let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     // Every crate's table: front end, CPU reference, PJRT, Mosaic, packages,
-    // call binding, kernel metadata builders, tuner; in code order. The CLI's
-    // own usage codes (PK40xx) are not reachable from here and are checked by
-    // name below.
+    // call binding, kernel metadata builders, library ops, tuner; in code
+    // order. The CLI's own usage codes (PK40xx) are not reachable from here
+    // and are checked by name below.
     let mut want: Vec<String> = pk_lang::diag::codes::ALL
         .iter()
         .copied()
@@ -264,6 +264,7 @@ fn explain_list_prints_every_code() {
         .chain(pk_runtime::bind::EXPLANATIONS.iter())
         .chain(pk_runtime::meta::splash::EXPLANATIONS.iter())
         .chain(pk_runtime::meta::gmm::EXPLANATIONS.iter())
+        .chain(pk_runtime::ops::EXPLANATIONS.iter())
         .chain(pk_runtime::tune::EXPLANATIONS.iter())
         .map(|e| format!("{}  {}", e.code, e.title))
         .collect();

@@ -36,6 +36,11 @@ pub struct Options {
     /// `-p NAME=VALUE` pairs, values as written (an integer expression or a
     /// dtype name).
     pub params: Vec<(String, String)>,
+    /// Where values of `params` came from, by name, in the words of the
+    /// program that set them (`"from the call's keyword arguments"`), for
+    /// the note of a failed assertion. A value not listed here was set on
+    /// the command line, and the note spells it `-p NAME=VALUE`.
+    pub param_origins: Vec<(String, String)>,
     /// `--kernel NAME`: only this kernel. Without it, every kernel of the
     /// file (and `specialise` then applies to each).
     pub kernel: Option<String>,
@@ -306,6 +311,7 @@ fn compile_here(
     let spec = check::Spec {
         target: opts.target,
         params: opts.params.clone(),
+        param_origins: opts.param_origins.clone(),
         specialise: opts.specialise,
     };
     let mut ck = check::Checker::new(&program, opts.target);

@@ -107,7 +107,8 @@ def compile(
     not compile.
     """
     ps = [(k, param_value(v)) for k, v in params.items()]
-    return _pk.compile(os.fspath(path), kernel, ps, list(targets))
+    origins = [(k, "given to pk.compile") for k, _ in ps]
+    return _pk.compile(os.fspath(path), kernel, ps, list(targets), origins)
 
 
 def open_package(path: PathLike) -> Kernel:

@@ -35,6 +35,7 @@ def compile(
     kernel: str | None = None,
     params: list[tuple[str, str]] = ...,
     targets: list[str] = ...,
+    origins: list[tuple[str, str]] = ...,
 ) -> Kernel: ...
 def open_package(path: str) -> Kernel: ...
 def infer_params(

@@ -1,4 +1,4 @@
-"""The exception every pk error is raised as."""
+"""The exceptions pk errors are raised as."""
 
 from __future__ import annotations
 
@@ -16,3 +16,15 @@ class PkError(Exception):
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+class PkValueError(PkError, ValueError):
+    """A ``pk.ops`` argument with a value, shape or parameter the op does
+    not take (``PK53xx``); a ``ValueError`` too, as JAX raises for such
+    arguments."""
+
+
+class PkTypeError(PkError, TypeError):
+    """A ``pk.ops`` argument of a dtype the op does not take, or a traced
+    value where the kernel needs a constant (``PK53xx``); a ``TypeError``
+    too, as JAX raises for such arguments."""

@@ -200,6 +200,9 @@ class Kernel:
         self.params = {k: _pkg.param_value(v) for k, v in params.items()}
         self.targets = tuple(targets)
         self._kernel = kernel
+        # Where given parameters came from, in words for a failed
+        # assertion's note; `pk.ops` describes its own (see `_origins_of`).
+        self._origins: dict[str, str] = {}
         self._lock = threading.Lock()
         self._cache: dict[tuple[Any, ...], _pk.Kernel] = {}
         self._package: _pk.Kernel | None = None
@@ -237,11 +240,21 @@ class Kernel:
             ps = _pk.infer_params(
                 self.path, self._kernel, given, [(d, list(s)) for d, s in sig]
             )
-            k = _pk.compile(self.path, self._kernel, ps, list(self.targets))
+            k = _pk.compile(self.path, self._kernel, ps, list(self.targets), self._origins_of(ps))
         k.check_args([(d, list(s)) for d, s in sig])
         with self._lock:
             self._cache.setdefault(sig, k)
         return k
+
+    def _origins_of(self, params: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Where each parameter of a specialisation came from, in the words
+        of a failed assertion's note (never "the command line"): given to
+        :func:`kernel` (or as ``pk.ops`` described it), or taken from the
+        arrays of the call."""
+        return [
+            (n, self._origins.get(n, "given to pk.jax.kernel") if n in self.params else "taken from the arrays")
+            for n, _ in params
+        ]
 
     def __call__(self, *args: Any) -> Any:
         arrays = [a if hasattr(a, "shape") and hasattr(a, "dtype") else jax.numpy.asarray(a) for a in args]

@@ -82,6 +82,8 @@ pub struct Built {
 pub struct Origin {
     pub text: String,
     pub targets: Vec<TpuTarget>,
+    /// Where the parameters came from (see [`build_source`]).
+    pub param_origins: Vec<(String, String)>,
 }
 
 /// Parses a target name (`v5e`).
@@ -98,16 +100,21 @@ pub fn all_targets() -> Vec<String> {
 }
 
 /// Builds kernel `kernel` of `path` (the only one when `None`) with
-/// `params`, checked for `targets`, as `pkc build` does.
+/// `params`, checked for `targets`, as `pkc build` does. `param_origins`
+/// says in the caller's words where each parameter came from (`"from the
+/// call's keyword arguments"`), for the notes of a failed assertion; a
+/// parameter without one is described as set on the command line.
 pub fn build_source(
     path: &Path,
     kernel: Option<&str>,
     params: &[(String, String)],
+    param_origins: &[(String, String)],
     targets: &[TpuTarget],
 ) -> Result<Built, Rendered> {
     let opts = BuildOptions {
         targets: targets.to_vec(),
         params: params.to_vec(),
+        param_origins: param_origins.to_vec(),
         kernel: kernel.map(str::to_string),
         cpu_reference: true,
     };
@@ -170,6 +177,7 @@ pub fn build_source(
         origin: Some(Origin {
             text,
             targets: targets.to_vec(),
+            param_origins: param_origins.to_vec(),
         }),
     })
 }
@@ -221,7 +229,14 @@ pub fn batch(b: &Built, batched: &[bool], size: u64) -> Option<Built> {
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.path().join(format!("{}-batched-{n}.pk", b.name));
     std::fs::write(&path, &text).ok()?;
-    build_source(&path, Some(&b.name), &b.params, &origin.targets).ok()
+    build_source(
+        &path,
+        Some(&b.name),
+        &b.params,
+        &origin.param_origins,
+        &origin.targets,
+    )
+    .ok()
 }
 
 /// Opens a package built by `pkc build`, verifying every file against its

@@ -194,20 +194,23 @@ fn new_kernel(built: Built) -> Kernel {
 }
 
 /// Compiles kernel `kernel` of the `.pk` file `path` (the file's only
-/// kernel when `None`) with `params` (`{name: value}`, values as
+/// kernel when `None`) with `params` (`[(name, value)]`, values as
 /// `pkc build -p` takes them), checked for every target in `targets`.
+/// `origins` (`[(name, words)]`) says where parameters came from, in the
+/// words a failed assertion's note uses for them.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, params=Vec::new(), targets=vec!["v5e".to_string()]))]
+#[pyo3(signature = (path, kernel=None, params=Vec::new(), targets=vec!["v5e".to_string()], origins=Vec::new()))]
 fn compile(
     py: Python<'_>,
     path: PathBuf,
     kernel: Option<String>,
     params: Vec<(String, String)>,
     targets: Vec<String>,
+    origins: Vec<(String, String)>,
 ) -> PyResult<Kernel> {
     let ts = self::targets(py, targets)?;
     let built = py
-        .detach(|| adapter::build_source(&path, kernel.as_deref(), &params, &ts))
+        .detach(|| adapter::build_source(&path, kernel.as_deref(), &params, &origins, &ts))
         .map_err(|r| raise(py, r))?;
     Ok(new_kernel(built))
 }

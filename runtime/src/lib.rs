@@ -3,6 +3,7 @@
 pub mod bind;
 pub mod cpu;
 pub mod meta;
+pub mod ops;
 pub mod package;
 pub mod pjrt;
 pub mod tune;

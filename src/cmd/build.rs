@@ -103,6 +103,7 @@ pub fn run(a: Args) -> u8 {
         params: a.params.clone(),
         kernel: a.kernel.clone(),
         cpu_reference: true,
+        ..Default::default()
     };
     let mut status = EXIT_OK;
     let mut rows: Vec<Row> = Vec::new();

@@ -147,6 +147,7 @@ pub fn build_stablehlo(file: &Path, k: &KernelArgs) -> Result<(TpuTarget, Built)
         params: k.params.clone(),
         kernel: k.kernel.clone(),
         cpu_reference: false,
+        ..Default::default()
     };
     match build::build_file(file, &opts) {
         Ok(b) => Ok((target, b)),

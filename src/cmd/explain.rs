@@ -24,6 +24,7 @@ pub fn all() -> Vec<&'static Explanation> {
     all.extend(pk_runtime::bind::EXPLANATIONS.iter());
     all.extend(pk_runtime::meta::splash::EXPLANATIONS.iter());
     all.extend(pk_runtime::meta::gmm::EXPLANATIONS.iter());
+    all.extend(pk_runtime::ops::EXPLANATIONS.iter());
     all.extend(super::usage::EXPLANATIONS.iter());
     all.extend(pk_runtime::tune::EXPLANATIONS.iter());
     // Codes are zero-padded, so text order is numeric order.

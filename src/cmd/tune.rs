@@ -673,6 +673,7 @@ fn lower(
         kernel: a.kernel.clone(),
         // `--eval tpu` makes its inputs from the CPU reference's operands.
         cpu_reference: a.eval != Eval::Model,
+        ..Default::default()
     };
     let b = match build::build_file(&a.file, &opts) {
         Ok(b) => b,

@@ -51,6 +51,8 @@ pub struct Spec {
     pub target: Target,
     /// `-p NAME=VALUE` pairs, values as written.
     pub params: Vec<(String, String)>,
+    /// See [`crate::Options::param_origins`].
+    pub param_origins: Vec<(String, String)>,
     /// Whether every parameter must have a value (build, run, emit).
     pub specialise: bool,
 }
@@ -137,7 +139,7 @@ pub fn check_kernel(
         .map(|p| assert::ParamShown {
             name: p.name.clone(),
             value: p.value.to_string(),
-            from_command_line: param_values.iter().any(|(n, _)| *n == p.name),
+            origin: origin(spec, param_values, &p.name),
         })
         .collect();
     let clauses = cx.clauses(ck);
@@ -206,6 +208,18 @@ pub fn kernel_params(
     param_values: &[(String, Expr2)],
 ) -> Vec<ir::Param> {
     KernelCx::new(m, decl).params(ck, spec, param_values)
+}
+
+/// Where the value of parameter `name` came from: given (on the command
+/// line, or by a program that described its origin) or the default.
+fn origin(spec: &Spec, param_values: &[(String, Expr2)], name: &str) -> assert::Origin {
+    if !param_values.iter().any(|(n, _)| n == name) {
+        return assert::Origin::Default;
+    }
+    match spec.param_origins.iter().find(|(n, _)| n == name) {
+        Some((_, words)) => assert::Origin::Described(words.clone()),
+        None => assert::Origin::CommandLine,
+    }
 }
 
 /// Adds to each diagnostic from an inlined function body the kernel and

@@ -9,7 +9,14 @@ reference on CPU) and works under ``jax.jit``, ``jax.vmap`` and
 cross-entropy gradients run pk's backward kernels, the matmul, grouped
 matmul and rope gradients run forward kernels again, and the others use
 the jnp derivative of the kernel's formula. The inference kernels (paged
-attention, quantized matmuls) are forward only.
+attention, quantized matmuls) are forward only. Forward-mode
+differentiation (``jax.jvp``, ``jax.jacfwd``) is not defined for a
+``jax.custom_vjp``, so it fails on the training ops.
+
+Arguments are checked in the caller's terms before any kernel is built
+(``PK53xx``, see :mod:`pk.ops._check`): dtypes, layouts, keyword
+arguments, and the values of labels, group sizes and page tables when
+they are concrete. :func:`checks` also checks traced values, at run time.
 
 One private module per kernel file (``_flash.py`` for ``flash.pk``);
 adding a kernel is one module with an ``__all__`` and one line in
@@ -21,6 +28,7 @@ from __future__ import annotations
 import importlib
 
 from ._base import kernels_dir
+from ._check import checks
 
 #: The family modules, one per kernel file.
 _FAMILIES = (
@@ -40,7 +48,7 @@ _FAMILIES = (
     "_xent",
 )
 
-__all__ = ["kernels_dir"]
+__all__ = ["checks", "kernels_dir"]
 for _family in _FAMILIES:
     _module = importlib.import_module(f".{_family}", __name__)
     for _op in _module.__all__:

@@ -3,9 +3,13 @@
 of compiled ``pk.jax`` kernels.
 
 A family module calls :func:`kernel` with the file, the entry and the
-parameters it chose; shapes and the dtype parameter ``T`` are inferred from
+parameters it chose, naming those that came straight from the caller's
+keyword arguments; shapes and the dtype parameter ``T`` are inferred from
 the arguments by ``pk.jax`` as usual, and every distinct configuration is
-built once per process.
+built once per process. A kernel that refuses its parameters (a false
+``assert`` of the ``.pk`` file) says where each value came from in the
+caller's terms: the call's keyword arguments, the op's choice from the
+shapes, or the arrays.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
+from collections.abc import Iterable
 from typing import Any
 
 import pk.jax
@@ -52,17 +57,31 @@ def param(v: Any) -> str:
     return pk.param_value(v)
 
 
+#: How a failed assertion's note describes the parameters an op passes.
+FROM_KEYWORDS = "from the call's keyword arguments"
+CHOSEN = "chosen from the shapes"
+
+
 @functools.lru_cache(maxsize=None)
-def _cached(file: str, entry: str | None, params: tuple[tuple[str, str], ...]) -> pk.jax.Kernel:
-    return pk.jax.kernel(kernels_dir() / file, kernel=entry, **dict(params))
+def _cached(
+    file: str, entry: str | None, params: tuple[tuple[str, str], ...], keywords: frozenset[str]
+) -> pk.jax.Kernel:
+    k = pk.jax.kernel(kernels_dir() / file, kernel=entry, **dict(params))
+    k._origins = {n: FROM_KEYWORDS if n in keywords else CHOSEN for n, _ in params}
+    return k
 
 
-def kernel(file: str, entry: str | None = None, **params: Any) -> pk.jax.Kernel:
+def kernel(
+    file: str, entry: str | None = None, *, keywords: Iterable[str] = (), **params: Any
+) -> pk.jax.Kernel:
     """The ``pk.jax`` kernel ``entry`` of the library file ``file`` with
     these parameters (``None`` values are left to the kernel's defaults or
-    to inference from the arguments); built once per configuration."""
+    to inference from the arguments); built once per configuration.
+    ``keywords`` names the parameters whose values are the caller's
+    keyword arguments (defaults included); the others were chosen by the
+    op."""
     given = tuple(sorted((k, param(v)) for k, v in params.items() if v is not None))
-    return _cached(file, entry, given)
+    return _cached(file, entry, given, frozenset(keywords))
 
 
 def block(n: int, preferred: int, *, divides: bool = True, align: int = 8) -> int:

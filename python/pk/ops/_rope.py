@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from . import _base
+from . import _base, _check
 
 __all__ = ["rope"]
 
@@ -19,15 +19,16 @@ def _rotate_half(x: Any) -> Any:
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(3,))
-def _rope(x: Any, cos: Any, sin: Any, bs: int) -> Any:
-    return _base.kernel("rope.pk", bs=bs)(x, cos, sin)
+def _rope(x: Any, cos: Any, sin: Any, bs: tuple[int, tuple[str, ...]]) -> Any:
+    # `bs`: the block and the parameters the caller's keywords set.
+    return _base.kernel("rope.pk", keywords=bs[1], bs=bs[0])(x, cos, sin)
 
 
-def _fwd(x: Any, cos: Any, sin: Any, bs: int) -> tuple[Any, Any]:
+def _fwd(x: Any, cos: Any, sin: Any, bs: Any) -> tuple[Any, Any]:
     return _rope(x, cos, sin, bs), (x, cos, sin)
 
 
-def _bwd(bs: int, res: Any, dy: Any) -> tuple[Any, Any, Any]:
+def _bwd(bs: Any, res: Any, dy: Any) -> tuple[Any, Any, Any]:
     x, cos, sin = res
     dy = dy.astype(x.dtype)
     # `rotate_half` is a rotation by half the lanes with the first half
@@ -48,10 +49,31 @@ _rope.defvjp(_fwd, _bwd)
 
 def rope(x: Any, cos: Any, sin: Any, *, block_seq: int | None = None) -> Any:
     """Rotary position embedding, rotate-half form: ``x * cos +
-    rotate_half(x) * sin`` for ``x: T[B, H, S, D]`` and f32 tables ``cos,
-    sin: [S, D]`` that hold each position's angles twice (``concat(f, f) *
-    s``, as Hugging Face Llama builds them). ``block_seq`` positions per
-    step (default up to 512). Differentiable (``dx`` is the kernel again
-    with ``-sin``)."""
-    s = x.shape[2]
-    return _rope(x, cos, sin, block_seq or _base.block(s, 512, divides=False))
+    rotate_half(x) * sin`` for ``x: T[B, H, S, D]`` (T float32 or
+    bfloat16) and tables ``cos, sin: [L, D]`` with ``L >= S`` that hold
+    each position's angles twice (``concat(f, f) * s``, as Hugging Face
+    Llama builds them). Tables longer than ``S`` (a cache built for the
+    longest sequence) are cut to their first ``S`` rows; tables of another
+    floating dtype (bfloat16, float64) are converted to float32, the
+    kernel's (it computes in f32). ``block_seq`` positions per step
+    (default up to 512). Differentiable (``dx`` is the kernel again with
+    ``-sin``; the tables' gradients are returned in their dtype and
+    shape)."""
+    op = "rope"
+    x = _check.dtype(op, "x", x)
+    _check.layout(op, "x", x, "[B, H, S, D]")
+    s, d = x.shape[2], x.shape[3]
+    tables = []
+    for name, t in (("cos", cos), ("sin", sin)):
+        t = _check.floating(op, name, t)
+        _check.layout(op, name, t, "[L, D]", (None, d))
+        if t.shape[0] < s:
+            raise _check.error(
+                "PK5302",
+                f"pk.ops.rope takes `{name}` as [L, D] with L >= S = {s} (the positions of `x`), "
+                f"but it has {t.shape[0]} rows",
+                "build the tables for at least as many positions as the sequence has",
+            )
+        tables.append(t[:s].astype(jnp.float32))
+    bs = _check.positive(op, "block_seq", block_seq)
+    return _rope(x, *tables, (bs or _base.block(s, 512, divides=False), ("bs",) * (bs is not None)))

@@ -9,7 +9,6 @@ constants."""
 from __future__ import annotations
 
 import functools
-import math
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -18,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import meta
-from . import _base
+from . import _base, _check
 
 __all__ = ["splash_attention"]
 
@@ -38,9 +37,14 @@ class _Config(NamedTuple):
     NQS: int
     sm_scale: float
     soft_cap: float
+    #: The parameters set by the caller's keyword arguments.
+    keywords: tuple[str, ...] = ()
 
     def params(self) -> dict[str, Any]:
-        return dict(self._asdict())
+        return {k: v for k, v in self._asdict().items() if k != "keywords"}
+
+    def kernel(self, entry: str, **extra: Any) -> Any:
+        return _base.kernel("splash.pk", entry, keywords=self.keywords, **self.params(), **extra)
 
 
 @functools.lru_cache(maxsize=64)
@@ -52,17 +56,29 @@ def _described(mask: str, bq: int, bk: int, sq: int, skv: int, shrink: bool) -> 
 def _mask_info(mask: Any, bq: int, bk: int, sq: int, skv: int, shrink: bool) -> dict[str, np.ndarray]:
     if isinstance(mask, str):
         return _described(mask, bq, bk, sq, skv, shrink)
+    if isinstance(mask, jax.core.Tracer):
+        raise _check.error(
+            "PK5306",
+            "pk.ops.splash_attention cuts `mask` into the kernels' mask info when it is traced, "
+            "so a dense mask must be a concrete array, not a traced value",
+            "pass the mask as a numpy array or a description (\"causal\", \"local:L,R\")",
+            type_error=True,
+        )
     dense = np.asarray(mask)
     if dense.shape != (sq, skv):
-        raise ValueError(f"the dense mask is {list(dense.shape)}, the scores [S, SK] are {[sq, skv]}")
+        raise _check.error(
+            "PK5302",
+            f"pk.ops.splash_attention takes a dense `mask` as [S, SK] = {[sq, skv]}, "
+            f"but its shape is {list(dense.shape)}",
+            "pass one row per query and one column per key",
+        )
     return meta.splash_mask_info(dense, bq=bq, bkv=bk, shrink=shrink)
 
 
 def _forward(cfg: _Config, q: Any, k: Any, v: Any, info: tuple[Any, ...], residuals: bool) -> Any:
     # `info` is the arrays in the order of `_FWD + _DKV + ("mask_blocks",)`.
     fwd, blocks = info[:3], info[6]
-    k_fwd = _base.kernel("splash.pk", "splash_attention", **cfg.params(), residuals=residuals)
-    return k_fwd(*fwd, q, k, v, blocks)
+    return cfg.kernel("splash_attention", residuals=residuals)(*fwd, q, k, v, blocks)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
@@ -73,6 +89,12 @@ def _splash(cfg: _Config, q: Any, k: Any, v: Any, *info: Any) -> Any:
 
 def _fwd(cfg: _Config, q: Any, k: Any, v: Any, *info: Any) -> tuple[Any, Any]:
     o, lse = _forward(cfg, q, k, v, info, residuals=True)
+    # The backward kernels are compiled now, so that a block they do not
+    # take is reported where the forward is traced.
+    fwd, dkv, blocks = info[:3], info[3:6], info[6]
+    args = (q, k, v, blocks, o, o, lse)
+    cfg.kernel("splash_attention_bwd_dq").specialise(*fwd, *args)
+    cfg.kernel("splash_attention_bwd_dkv").specialise(*dkv, *args)
     return o, (q, k, v, o, lse, info)
 
 
@@ -80,8 +102,8 @@ def _bwd(cfg: _Config, res: Any, do: Any) -> tuple[Any, ...]:
     q, k, v, o, lse, info = res
     fwd, dkv, blocks = info[:3], info[3:6], info[6]
     args = (q, k, v, blocks, o, do.astype(o.dtype), lse)
-    dq = _base.kernel("splash.pk", "splash_attention_bwd_dq", **cfg.params())(*fwd, *args)
-    dk, dv = _base.kernel("splash.pk", "splash_attention_bwd_dkv", **cfg.params())(*dkv, *args)
+    dq = cfg.kernel("splash_attention_bwd_dq")(*fwd, *args)
+    dk, dv = cfg.kernel("splash_attention_bwd_dkv")(*dkv, *args)
     # The mask info is integers: it has no gradient.
     return (dq, dk, dv) + (None,) * len(info)
 
@@ -95,7 +117,7 @@ def splash_attention(
     v: Any,
     *,
     mask: Any = "causal",
-    sm_scale: float | None = None,
+    sm_scale: Any = None,
     soft_cap: float = 0.0,
     shrink: bool = False,
     block_q: int | None = None,
@@ -115,28 +137,39 @@ def splash_attention(
     ``shrink`` walks only each row's live key blocks (JAX's
     ``shrink_grid``), fewer grid steps for a sparse mask.
 
-    ``sm_scale`` defaults to ``1 / sqrt(D)``; ``soft_cap > 0`` caps the
-    scores at ``soft_cap * tanh(s / soft_cap)``. Blocks default to the
-    largest divisors of S (multiples of 32) and SK (of 128) up to 512;
-    the backward kernels need divisors.
+    ``sm_scale`` defaults to ``1 / sqrt(D)`` (a traced scale multiplies
+    ``q`` before the kernel, as in :func:`flash_attention`); ``soft_cap >
+    0`` caps the scores at ``soft_cap * tanh(s / soft_cap)``. Blocks
+    default to the largest divisors of S (multiples of 32) and SK (of 128)
+    up to 512; the backward kernels need divisors, which a differentiated
+    call checks when its forward is traced.
 
     Differentiable: ``jax.grad`` runs pk's ``splash_attention_bwd_dq`` and
     ``splash_attention_bwd_dkv`` kernels on the saved logsumexp, over the
     same mask info.
     """
-    s, d = q.shape[2], q.shape[3]
+    op = "splash_attention"
+    q, k, v = _check.attention(op, q, k, v)
+    s = q.shape[2]
     sk = k.shape[2]
+    block_q = _check.positive(op, "block_q", block_q)
+    block_kv = _check.positive(op, "block_kv", block_kv)
     bq = block_q or _base.block(s, 512, align=32)
     bk = block_kv or _base.block(sk, 512, align=128)
-    info = _mask_info(mask, bq, bk, s, sk, bool(shrink))
+    info = _mask_info(mask, bq, bk, s, sk, _check.static(op, "shrink", shrink, bool))
+    q, scale, scale_given = _check.scaled_queries(op, q, sm_scale)
     cfg = _Config(
         bq=bq,
         bk=bk,
         NP=int(info["mask_blocks"].shape[0]),
         NKS=int(info["data_next"].shape[1]),
         NQS=int(info["dkv_data_next"].shape[1]),
-        sm_scale=float(sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)),
-        soft_cap=float(soft_cap),
+        sm_scale=scale,
+        soft_cap=_check.soft_cap(op, soft_cap),
+        keywords=("soft_cap",)
+        + ("bq",) * (block_q is not None)
+        + ("bk",) * (block_kv is not None)
+        + ("sm_scale",) * scale_given,
     )
     arrays = tuple(jnp.asarray(info[n]) for n in _FWD + _DKV + ("mask_blocks",))
     return _splash(cfg, q, k, v, *arrays)

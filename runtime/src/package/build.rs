@@ -34,6 +34,9 @@ pub struct BuildOptions {
     pub targets: Vec<TpuTarget>,
     /// `-p NAME=VALUE` pairs, values as written.
     pub params: Vec<(String, String)>,
+    /// Where values of `params` came from, for a program that is not the
+    /// command line (see `pk_lang::Options::param_origins`).
+    pub param_origins: Vec<(String, String)>,
     /// Only this kernel of the file.
     pub kernel: Option<String>,
     /// Also lower the kernel to WebAssembly (the CPU reference).
@@ -45,6 +48,7 @@ impl Default for BuildOptions {
         BuildOptions {
             targets: vec![TpuTarget::V5e],
             params: Vec::new(),
+            param_origins: Vec::new(),
             kernel: None,
             cpu_reference: true,
         }
@@ -85,6 +89,7 @@ pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
             &pk_lang::Options {
                 target: lang_target(t),
                 params: opts.params.clone(),
+                param_origins: opts.param_origins.clone(),
                 kernel: opts.kernel.clone(),
                 specialise: true,
                 ..Default::default()
