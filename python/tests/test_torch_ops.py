@@ -49,8 +49,8 @@ META = {
     "gated_mlp": ((m(128, 256, dtype=BF16), m(256, 512, dtype=BF16), m(256, 512, dtype=BF16)), {},
                   [((128, 512), BF16)]),
     "xent": ((m(200, 1000), m(200, dtype=torch.int64)), {}, [((200,), F32)]),
-    "gmm": ((m(512, 128, dtype=BF16), m(4, 128, 256, dtype=BF16), m(4, dtype=I32)), {}, [((512, 256), F32)]),
-    "tgmm": ((m(512, 128, dtype=BF16), m(512, 256, dtype=BF16), m(4, dtype=I32)), {}, [((4, 128, 256), F32)]),
+    "gmm": ((m(512, 128, dtype=BF16), m(4, 128, 256, dtype=BF16), m(4, dtype=I32)), {}, [((512, 256), BF16)]),
+    "tgmm": ((m(512, 128, dtype=BF16), m(512, 256, dtype=BF16), m(4, dtype=I32)), {}, [((4, 128, 256), BF16)]),
     "splash_attention": ((m(1, 2, 512, 128, dtype=BF16),) * 3, {"mask": "local:128,0"},
                          [((1, 2, 512, 128), BF16)]),
     "paged_attention": (
@@ -96,6 +96,17 @@ def test_schemas_take_tensors_positionally_and_parameters_as_keywords() -> None:
     assert "Tensor[] outputs, Tensor[] residuals, Tensor[] cotangents" in str(
         torch.ops.pk.matmul_bwd.default._schema
     )
+
+
+def test_gmm_takes_the_output_dtype_as_a_torch_dtype() -> None:
+    # The default is the inputs' dtype (as jax.lax.ragged_dot); a torch
+    # dtype asks for another, as `preferred_element_type` does in JAX.
+    assert "ScalarType? preferred_element_type=None" in str(torch.ops.pk.gmm.default._schema)
+    lhs, rhs, sizes = m(512, 128, dtype=BF16), m(4, 128, 256, dtype=BF16), m(4, dtype=I32)
+    assert outputs(ops.gmm(lhs, rhs, sizes, preferred_element_type=F32)) == [((512, 256), F32)]
+    assert outputs(ops.tgmm(lhs, m(512, 256, dtype=BF16), sizes, preferred_element_type=F32)) == [
+        ((4, 128, 256), F32)
+    ]
 
 
 def outputs(r) -> list[tuple[tuple[int, ...], torch.dtype]]:

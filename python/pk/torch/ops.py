@@ -34,7 +34,8 @@ Invariants:
    ``_OPTIONAL_TENSORS`` are optional tensors (``None`` when absent); the
    other keywords are static arguments of their annotated type, and an
    unannotated (``Any``) one takes its type from its default (a string, a
-   dtype, or ``None``: an optional number).
+   dtype, or ``None``: an optional number), except the optional dtypes of
+   ``_OPTIONAL_DTYPES``.
 2. ``NAME``, ``NAME_fwd`` and ``NAME_bwd`` call the same ``pk.ops``
    function with the same static arguments.
 """
@@ -67,6 +68,10 @@ FORWARD_ONLY = frozenset(
 #: Keyword tensors that add outputs when given: each such op is two ops,
 #: without the tensor and with it (``NAME_residual``, the tensor last).
 _SPLIT = {"residual": 2}
+
+#: Keyword parameters that take a dtype or ``None`` (``None``: as the
+#: pk.ops function decides, e.g. the inputs' dtype).
+_OPTIONAL_DTYPES = frozenset({"preferred_element_type"})
 
 #: The keyword parameters of pk.ops functions that are tensors, absent
 #: when ``None``; the other keywords are static (invariant 1).
@@ -131,6 +136,8 @@ def _static(p: inspect.Parameter) -> inspect.Parameter:
     if p.annotation is not Any:
         return p
     d = p.default
+    if p.name in _OPTIONAL_DTYPES:
+        return p.replace(annotation=np.dtype | None)
     if isinstance(d, str):
         return p.replace(annotation=str)
     if d is None:
