@@ -2,7 +2,8 @@
 //! the checker on five targets, the JSON report, `--seed` sampling, the
 //! cache (a hit, a miss after the source changes) and `--tuned` in `pkc
 //! build` and `pkc run`, `--plot`, and the errors of the command (counting
-//! mode, `--in`, is in tests/cli_tune_count.rs).
+//! mode, `--in`, is in tests/cli_tune_count.rs; the cache's rules,
+//! `--timeout` and the types of the JSON in tests/cli_tune_cache.rs).
 //!
 //! Tests that compile with libtpu print a notice and pass when it is not
 //! installed, unless `CI=true`.
@@ -129,7 +130,7 @@ fn pruned_blocks(r: &serde_json::Value) -> Blocks {
         .filter(|p| p["status"] == "pruned")
         .map(|p| {
             assert_eq!(p["code"], "PK0306", "{p}");
-            let get = |n: &str| p["params"][n].as_str().expect("a value").to_string();
+            let get = |n: &str| p["params"][n].as_i64().expect("a value").to_string();
             (get("bq"), get("bk"))
         })
         .collect();
@@ -224,12 +225,9 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     assert!(Path::new(cached).starts_with(&cache), "{cached}");
     let entry: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(cached).expect("readable")).expect("JSON");
-    assert_eq!(entry["evaluator"], "model");
-    let want = format!(
-        "bm={} bn={}",
-        best["bm"].as_str().unwrap(),
-        best["bn"].as_str().unwrap()
-    );
+    assert_eq!(entry["key"]["evaluator"], "model");
+    assert_eq!(&entry["report"], r, "the entry holds the report printed");
+    let want = format!("bm={} bn={}", best["bm"], best["bn"]);
 
     // A hit: build names the package after the tuned values and says so.
     let out = dir.path().join("out");
@@ -243,11 +241,7 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
         "{}",
         stderr(&o)
     );
-    let pkg = format!(
-        "copy-bm{}-bn{}",
-        best["bm"].as_str().unwrap(),
-        best["bn"].as_str().unwrap()
-    );
+    let pkg = format!("copy-bm{}-bn{}", best["bm"], best["bn"]);
     assert!(
         out.join(&pkg).is_dir(),
         "{pkg} in {:?}",
@@ -350,7 +344,7 @@ fn a_sampled_search_is_repeatable_with_its_seed_and_cpu_timing_ranks() {
     // The default (bm=8 bn=128) is always among those sampled.
     assert!(configs(&a)
         .iter()
-        .any(|c| c.contains("\"bm\":\"8\"") && c.contains("\"bn\":\"128\"")));
+        .any(|c| c.contains("\"bm\":8") && c.contains("\"bn\":128")));
 }
 
 #[test]
@@ -378,7 +372,7 @@ fn a_default_that_breaks_a_rule_for_the_shapes_does_not_stop_tuning() {
     assert_eq!(r["ranked"], 1, "{r}");
     assert_eq!(
         r["best"][0]["params"],
-        serde_json::json!({"bm": "128", "bn": "128", "bk": "128"})
+        serde_json::json!({"bm": 128, "bn": 128, "bk": 128})
     );
     assert!(r["default"].is_null(), "the default was pruned: {r}");
 }
@@ -434,15 +428,65 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     assert_eq!(code(&o), 0);
 }
 
-/// Checks that `text` is well-formed XML as far as the plot needs: every
-/// start tag closed in order, and one root element. Returns the count of
-/// each element name.
-fn xml_elements(text: &str) -> Result<std::collections::BTreeMap<String, usize>, String> {
-    let mut open: Vec<String> = Vec::new();
-    let mut counts = std::collections::BTreeMap::new();
-    let mut roots = 0;
+/// An element of the plot's SVG: its name, attributes, text and children.
+#[derive(Debug, Default)]
+struct El {
+    name: String,
+    attrs: std::collections::BTreeMap<String, String>,
+    text: String,
+    children: Vec<El>,
+}
+
+impl El {
+    fn attr(&self, name: &str) -> &str {
+        self.attrs.get(name).map_or("", String::as_str)
+    }
+
+    fn num(&self, name: &str) -> f64 {
+        self.attr(name)
+            .parse()
+            .unwrap_or_else(|_| panic!("<{} {name}=...> is a number: {:?}", self.name, self.attrs))
+    }
+
+    fn has_class(&self, class: &str) -> bool {
+        self.attr("class").split_whitespace().any(|c| c == class)
+    }
+
+    /// Every element below this one (depth first) that has `class`.
+    fn all<'a>(&'a self, class: &str, out: &mut Vec<&'a El>) {
+        for c in &self.children {
+            if c.has_class(class) {
+                out.push(c);
+            }
+            c.all(class, out);
+        }
+    }
+
+    fn find(&self, class: &str) -> Vec<&El> {
+        let mut v = Vec::new();
+        self.all(class, &mut v);
+        v
+    }
+}
+
+/// Parses the SVG as XML (the subset it uses: elements, attributes in
+/// double quotes, text, the five entities); every start tag must be closed
+/// in order and there must be one root element.
+fn parse_xml(text: &str) -> Result<El, String> {
+    let unescape = |s: &str| {
+        s.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&")
+    };
+    let mut stack: Vec<El> = vec![El::default()];
     let mut rest = text;
     while let Some(lt) = rest.find('<') {
+        let before = &rest[..lt];
+        if let Some(top) = stack.last_mut() {
+            top.text.push_str(&unescape(before));
+        }
         let gt = rest[lt..].find('>').ok_or("a tag is not closed")? + lt;
         let tag = &rest[lt + 1..gt];
         rest = &rest[gt + 1..];
@@ -450,40 +494,71 @@ fn xml_elements(text: &str) -> Result<std::collections::BTreeMap<String, usize>,
             continue;
         }
         if let Some(name) = tag.strip_prefix('/') {
-            match open.pop() {
-                Some(o) if o == name.trim() => continue,
-                other => return Err(format!("</{name}> closes {other:?}")),
+            let el = stack.pop().ok_or("too many end tags")?;
+            if el.name != name.trim() {
+                return Err(format!("</{name}> closes <{}>", el.name));
             }
+            stack
+                .last_mut()
+                .ok_or("an end tag closes the document")?
+                .children
+                .push(el);
+            continue;
         }
-        let name: String = tag
-            .chars()
-            .take_while(|c| !c.is_whitespace() && *c != '/')
-            .collect();
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name: String = tag.chars().take_while(|c| !c.is_whitespace()).collect();
         if name.is_empty() {
             return Err(format!("a tag without a name: <{tag}>"));
         }
-        if open.is_empty() {
-            roots += 1;
+        let mut el = El {
+            name: name.clone(),
+            ..El::default()
+        };
+        let mut attrs = tag[name.len()..].trim();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find("=\"")
+                .ok_or(format!("an attribute without a value in <{tag}>"))?;
+            let key = attrs[..eq].trim().to_string();
+            let end = attrs[eq + 2..]
+                .find('"')
+                .ok_or("an attribute is not closed")?
+                + eq
+                + 2;
+            el.attrs.insert(key, unescape(&attrs[eq + 2..end]));
+            attrs = attrs[end + 1..].trim();
         }
-        *counts.entry(name.clone()).or_insert(0) += 1;
-        if !tag.ends_with('/') {
-            open.push(name);
+        if self_closing {
+            stack.last_mut().ok_or("no parent")?.children.push(el);
+        } else {
+            stack.push(el);
         }
     }
-    if !open.is_empty() || roots != 1 {
-        return Err(format!("unclosed {open:?}, {roots} root elements"));
+    let doc = stack.pop().ok_or("no document")?;
+    if !stack.is_empty() {
+        return Err(format!("<{}> is not closed", doc.name));
     }
-    Ok(counts)
+    let mut roots = doc.children.into_iter().filter(|c| !c.name.is_empty());
+    match (roots.next(), roots.next()) {
+        (Some(root), None) => Ok(root),
+        _ => Err("not one root element".into()),
+    }
+}
+
+/// Whether the point `(x, y)` lies inside the rectangle `r`.
+fn inside(r: &El, x: f64, y: f64) -> bool {
+    let (rx, ry, w, h) = (r.num("x"), r.num("y"), r.num("width"), r.num("height"));
+    x >= rx && x <= rx + w && y >= ry && y <= ry + h
 }
 
 #[test]
-fn plot_draws_one_mark_per_configuration_of_every_target() {
+fn plot_draws_time_against_each_tuned_parameter_of_every_target() {
     let dir = TempDir::new("tune-plot");
     let src = dir.file("copy.pk", COPY.as_bytes());
     let plot = dir.path().join("space.svg");
-    let o = pkc_cached(
-        &dir.path().join("cache"),
-        &[
+    let args = |plot: &Path| -> Vec<String> {
+        [
             "tune",
             src.to_str().expect("UTF-8 path"),
             "--no-aot",
@@ -491,22 +566,117 @@ fn plot_draws_one_mark_per_configuration_of_every_target() {
             "v5e,v6e",
             "--plot",
             plot.to_str().expect("UTF-8 path"),
-        ],
-    );
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let argv = args(&plot);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let o = pkc_cached(&dir.path().join("cache"), &argv);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let svg = std::fs::read_to_string(&plot).expect("the plot is written");
-    assert!(svg.contains("<svg"), "{svg}");
-    let elements = xml_elements(&svg).unwrap_or_else(|e| panic!("{e}:\n{svg}"));
-    // 4 configurations per target (bm in [8, 16] x bn in [128, 256]), one
-    // pruned by the `where`: a circle each, on two panels.
-    assert_eq!(elements.get("circle"), Some(&8), "{elements:?}");
-    // The best configuration of each target is marked with a triangle.
-    assert_eq!(elements.get("polygon"), Some(&2), "{elements:?}");
-    assert!(svg.contains("copy on v5e") && svg.contains("copy on v6e"));
+    let doc = parse_xml(&svg).unwrap_or_else(|e| panic!("{e}:\n{svg}"));
+    assert_eq!(doc.name, "svg");
+    let targets = doc.find("target");
+    let names: Vec<&str> = targets.iter().map(|t| t.attr("data-target")).collect();
+    assert_eq!(names, ["v5e", "v6e"], "a section per target");
+    for t in &targets {
+        let which = t.attr("data-target");
+        let title = &t.find("title")[0].text;
+        assert!(title.contains(&format!("copy on {which}")), "{title}");
+        // One panel per tuned parameter.
+        let panels = t.find("panel");
+        let params: Vec<&str> = panels.iter().map(|p| p.attr("data-param")).collect();
+        assert_eq!(params, ["bm", "bn"], "{which}");
+        for p in &panels {
+            let param = p.attr("data-param");
+            let frames = p.find("plot-area");
+            assert_eq!(frames.len(), 1, "{which} {param}");
+            let frame = frames[0];
+            // Both axes are labelled: the parameter on a log2 axis (its
+            // candidates are powers of two), the time in microseconds.
+            let labels: Vec<&str> = p
+                .find("axis-label")
+                .iter()
+                .map(|l| l.text.as_str())
+                .collect();
+            assert!(
+                labels.contains(&format!("{param} (log2 scale)").as_str()),
+                "{labels:?}"
+            );
+            assert!(
+                labels.contains(&"predicted time (µs, log scale)"),
+                "{labels:?}"
+            );
+            // A tick at each candidate, and at least two time ticks.
+            let ticks: Vec<&str> = p.find("tick").iter().map(|l| l.text.as_str()).collect();
+            let candidates = if param == "bm" {
+                ["8", "16"]
+            } else {
+                ["128", "256"]
+            };
+            for c in candidates {
+                assert!(ticks.contains(&c), "{param}: {ticks:?}");
+            }
+            // Two candidates, two time ticks or more, and the strip's name.
+            assert!(ticks.len() >= 5, "{param}: {ticks:?}");
+            // Every configuration tried is a mark in the frame: three
+            // ranked, one pruned by the `where`.
+            let points = p.find("point");
+            assert_eq!(points.len(), 4, "{which} {param}");
+            assert_eq!(p.find("ranked").len(), 3, "{which} {param}");
+            assert_eq!(p.find("pruned").len(), 1, "{which} {param}");
+            for c in &points {
+                assert!(
+                    inside(frame, c.num("cx"), c.num("cy")),
+                    "{which} {param}: {:?}",
+                    c.attrs
+                );
+            }
+            // The best and the default are marked and labelled, wholly
+            // inside the frame.
+            for m in ["best", "default"] {
+                let marks: Vec<&El> = p
+                    .find("marker")
+                    .into_iter()
+                    .filter(|e| e.has_class(m))
+                    .collect();
+                assert_eq!(marks.len(), 1, "{which} {param} {m}");
+                let mk = marks[0];
+                assert!(
+                    inside(frame, mk.num("data-x"), mk.num("data-y")),
+                    "{m}: {:?}",
+                    mk.attrs
+                );
+                let label = mk.find("marker-label");
+                assert_eq!(label.len(), 1);
+                let (lx, ly, w) = (
+                    label[0].num("x"),
+                    label[0].num("y"),
+                    label[0].num("data-width"),
+                );
+                assert_eq!(label[0].text, m);
+                assert!(
+                    inside(frame, lx, ly) && inside(frame, lx + w, ly - 11.0),
+                    "{which} {param} {m}: label at {lx}, {ly} (+{w}) outside {:?}",
+                    frame.attrs
+                );
+            }
+        }
+    }
     // Written by renaming a finished temporary file: nothing else is left.
     let mut left = dir.entries();
     left.sort();
     assert_eq!(left, vec!["cache", "copy.pk", "space.svg"]);
+
+    // An identical run is answered from the cache and draws the same plot.
+    let again = dir.path().join("again.svg");
+    let argv = args(&again);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let o = pkc_cached(&dir.path().join("cache"), &argv);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("cached"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&again).expect("drawn"), svg);
 
     // A destination that cannot be written fails before any tuning.
     let o = pkc_cached(

@@ -25,7 +25,7 @@ fn pkc_cached(cache: &Path, args: &[&str]) -> Output {
 
 /// The configuration of a report (among the best shown, or the default)
 /// with these parameter values.
-fn reported<'r>(r: &'r serde_json::Value, params: &[(&str, &str)]) -> &'r serde_json::Value {
+fn reported<'r>(r: &'r serde_json::Value, params: &[(&str, i64)]) -> &'r serde_json::Value {
     r["best"]
         .as_array()
         .expect("ranked")
@@ -64,11 +64,7 @@ fn by_ppb(r: &serde_json::Value) -> std::collections::BTreeMap<u64, serde_json::
         .expect("ranked configurations")
         .iter()
         .map(|c| {
-            let ppb = c["params"]["ppb"]
-                .as_str()
-                .expect("ppb")
-                .parse()
-                .expect("a number");
+            let ppb = c["params"]["ppb"].as_u64().expect("ppb, a number");
             (ppb, c.clone())
         })
         .collect()
@@ -221,7 +217,7 @@ fn the_model_counts_the_visits_grouped_matmul_metadata_asks_for() {
     let best = r["best"].as_array().expect("ranked");
     let c = best
         .iter()
-        .find(|c| c["params"]["tk"] == "128")
+        .find(|c| c["params"]["tk"] == 128)
         .unwrap_or_else(|| panic!("tk=128 is ranked: {r}"));
     let w = &c["work"];
     assert_eq!(w["counted"], true, "{w}");
@@ -258,7 +254,7 @@ fn the_model_counts_the_visits_grouped_matmul_metadata_asks_for() {
     let o = pkc_cached(cache.path(), &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let r = &json_lines(&o)[0];
-    let c = reported(r, &[("tk", "128")]);
+    let c = reported(r, &[("tk", 128)]);
     assert_eq!(c["work"]["counted"], false);
     assert_eq!(c["work"]["grid_steps"], 20);
 }
@@ -425,7 +421,7 @@ fn the_model_counts_the_key_blocks_causal_flash_attention_skips() {
         );
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let r = &json_lines(&o)[0];
-        let c = reported(r, &[("bq", "512"), ("bk", "512")]);
+        let c = reported(r, &[("bq", 512), ("bk", 512)]);
         let w = &c["work"];
         assert_eq!(w["counted"], true, "{w}");
         assert_eq!(w["grid_steps"], 128, "{w}");

@@ -1,12 +1,11 @@
 //! The tuner's parts against hand-derived values: the work counted from
 //! kernels/matmul.pk's IR, the model's monotonicity where physics fixes the
-//! order, the enumeration and sampling of spaces, successive halving, and
-//! the cache's keys and files.
+//! order, the enumeration and sampling of spaces, and successive halving
+//! (the cache's keys and files are in tune_cache.rs).
 
 use pk_lang::ir::{DType, Kernel};
 use pk_lang::{compile_file, Options, Target};
 use pk_runtime::pjrt::TpuTarget;
-use pk_runtime::tune::cache::{self, Entry, Key};
 use pk_runtime::tune::model::{predict, Generation};
 use pk_runtime::tune::search::successive_halving;
 use pk_runtime::tune::space::{Axis, Space};
@@ -262,61 +261,41 @@ fn successive_halving_keeps_the_true_best_under_noise_and_spends_less() {
     let order = successive_halving(16, false, 8, |i, repeats| {
         calls += repeats;
         let noise = [0.05, -0.04, 0.03, -0.05][i % 4] / repeats as f64;
-        Some((1.0 + i as f64 / 10.0) * (1.0 + noise))
-    });
+        Ok::<f64, ()>((1.0 + i as f64 / 10.0) * (1.0 + noise))
+    })
+    .ranked;
     assert_eq!(order[0].0, 0);
     assert_eq!(order.len(), 16, "every configuration keeps its last time");
     // 16 x 1 + 8 x 2 + 4 x 4 + 2 x 8 repeats, against 16 x 8 for timing
     // everything at full effort.
     assert_eq!(calls, 64);
-    let failed = successive_halving(3, true, 8, |i, _| (i != 0).then_some(i as f64));
-    assert_eq!(failed, vec![(1, 1.0), (2, 2.0)], "failures are dropped");
-}
-
-fn key(source: &str) -> Key {
-    Key {
-        source_sha256: cache::source_hash(source),
-        kernel: "matmul".into(),
-        fixed: vec![("M".into(), "4096".into())],
-        shapes: vec!["a: bf16[4096, 1024]".into()],
-        target: "v5e".into(),
-        evaluator: "model".into(),
-        libtpu: "0.0.51".into(),
-        pk: "0.1.0".into(),
-    }
-}
-
-#[test]
-fn cache_entries_are_keyed_by_source_and_written_whole() {
-    let dir = std::env::temp_dir().join(format!("pk-tune-cache-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let k = key("kernel a");
-    let entry = Entry {
-        kernel: "matmul".into(),
-        target: "v5e".into(),
-        evaluator: "model".into(),
-        best: vec![("bm".into(), "512".into())],
-        seconds: 1e-3,
-        default_seconds: Some(2e-3),
-        evaluated: 64,
-        key: serde_json::to_value(&k).expect("a key serialises"),
-    };
-    let path = cache::store(&dir, &k, &entry).expect("the cache is writable");
-    assert_eq!(cache::lookup(&dir, &k), Some(entry));
+    let failed = successive_halving(3, true, 8, |i, _| {
+        if i == 0 {
+            Err("timed out")
+        } else {
+            Ok(i as f64)
+        }
+    });
     assert_eq!(
-        cache::lookup(&dir, &key("kernel b")),
-        None,
-        "a changed source misses"
+        failed.ranked,
+        vec![(1, 1.0), (2, 2.0)],
+        "failures are not ranked"
     );
-    let mut other = k.clone();
-    other.libtpu = "0.0.52".into();
-    assert_ne!(other.file_name(), k.file_name(), "another libtpu misses");
-    let names: Vec<_> = std::fs::read_dir(&dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(names, vec![path], "no temporary file is left behind");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(failed.failed, vec![(0, "timed out")], "but kept with why");
+    // A configuration that fails in a later round is failed, not ranked on
+    // its earlier time.
+    let later = successive_halving(4, false, 8, |i, repeats| {
+        if i == 1 && repeats > 1 {
+            Err("timed out")
+        } else {
+            Ok(i as f64)
+        }
+    });
+    assert_eq!(later.failed, vec![(1, "timed out")]);
+    assert_eq!(
+        later.ranked.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![0, 2, 3]
+    );
 }
 
 #[test]

@@ -49,6 +49,11 @@ pub struct Args {
     /// (for parameters not given with -p).
     #[arg(long)]
     pub tuned: bool,
+    /// The tuning cache `--tuned` reads (default: $PK_TUNE_CACHE, else
+    /// `tune` under $PK_CACHE_DIR, else $XDG_CACHE_HOME/pk, else
+    /// ~/.cache/pk).
+    #[arg(long, value_name = "DIR", requires = "tuned")]
+    pub tuned_cache: Option<PathBuf>,
 }
 
 /// The `--target` list, without repeats, in the order given.
@@ -111,7 +116,13 @@ pub fn run(a: Args) -> u8 {
     for file in &a.files {
         let mut opts = opts.clone();
         if a.tuned {
-            match super::tune::tuned_params(file, a.kernel.as_deref(), &a.params, a.target.0[0]) {
+            match super::tune_cache::tuned_params(
+                file,
+                a.kernel.as_deref(),
+                &a.params,
+                a.target.0[0],
+                a.tuned_cache.as_deref(),
+            ) {
                 Ok(p) => opts.params = p,
                 Err(code) => {
                     status = status.max(code);

@@ -36,6 +36,11 @@ pub struct Args {
     /// and target (for parameters not given with -p).
     #[arg(long)]
     pub tuned: bool,
+    /// The tuning cache `--tuned` reads (default: $PK_TUNE_CACHE, else
+    /// `tune` under $PK_CACHE_DIR, else $XDG_CACHE_HOME/pk, else
+    /// ~/.cache/pk).
+    #[arg(long, value_name = "DIR", requires = "tuned")]
+    pub tuned_cache: Option<PathBuf>,
 }
 
 pub fn run(mut a: Args) -> u8 {
@@ -60,7 +65,13 @@ pub fn run(mut a: Args) -> u8 {
             Ok(t) => t,
             Err(_) => TpuTarget::V5e,
         };
-        match super::tune::tuned_params(&a.file, k.kernel.as_deref(), &k.params, target) {
+        match super::tune_cache::tuned_params(
+            &a.file,
+            k.kernel.as_deref(),
+            &k.params,
+            target,
+            a.tuned_cache.as_deref(),
+        ) {
             Ok(p) => a.cpu.kernel.params = p,
             Err(code) => return code,
         }

@@ -1,40 +1,47 @@
 //! `pkc tune FILE -p M=.. [--in NAME=PATH].. --target T[,..] [--eval
-//! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--json] [--tuned-cache
-//! DIR] [--no-aot] [--plot FILE.svg]`: chooses a kernel's tunable parameters
-//! per target (docs/tuning.md).
+//! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--timeout SECS|none]
+//! [--json] [--tuned-cache DIR] [--force] [--no-aot] [--plot FILE.svg]`:
+//! chooses a kernel's tunable parameters per target (docs/tuning.md).
 //!
-//! The pipeline, per target: take the space the kernel's candidates declare
-//! (every configuration when it holds at most `--budget`, else a seeded
-//! sample that includes the default); build each configuration with the
-//! checker for that target, which prunes what breaks the TPU's rules (and
-//! the kernel's `where`), counting the pruned per diagnostic code; compile
-//! the survivors with libtpu ahead of time, on `--jobs` threads, recording
-//! code size and memory and dropping what libtpu refuses; rank them with
-//! one evaluator (successive halving over timing repeats for `cpu`); print
-//! the best, the default and why it lost; cache the best. With `--in`, the
-//! model sees the work counted on those inputs (`tune::count`) instead of
-//! the static count. With `--ray ADDRESS`, the libtpu compiles of every
-//! target run as tasks on a Ray cluster ([`super::tune_ray`]).
+//! The pipeline, per target: look the request up in the tuning cache, and
+//! when an entry answers it (the same key, settings and configurations)
+//! print the entry's report and stop (`--force` tunes anyway). Else take
+//! the space the kernel's candidates declare (every configuration when it
+//! holds at most `--budget`, else a seeded sample that includes the
+//! default); build each configuration with the checker for that target,
+//! which prunes what breaks the TPU's rules (and the kernel's `where`),
+//! counting the pruned per diagnostic code; compile the survivors with
+//! libtpu ahead of time, on `--jobs` threads, recording code size and
+//! memory and dropping what libtpu refuses; rank them with one evaluator
+//! (successive halving over timing repeats for `cpu`, each run stopped at
+//! `--timeout`); print the best, the default and why it lost; cache the
+//! best with the whole report ([`super::tune_sweep`],
+//! [`super::tune_report`], [`super::tune_cache`]). With `--in`, the model
+//! sees the work counted on those inputs (`tune::count`) instead of the
+//! static count. With `--ray ADDRESS`, the libtpu compiles of every target
+//! run as tasks on a Ray cluster ([`super::tune_ray`]).
+//!
+//! invariant: everything that can make the command fail without tuning
+//! (the kernel, the space, the cache directory being writable, the plot's
+//! destination, libtpu, the TPU, the `--in` arrays) is checked before the
+//! first configuration is built.
 
 use super::build::{parse_targets, Targets};
 use super::common::{parse_param, reject_repeats, report, EXIT_ERRORS, EXIT_OK, EXIT_TOOLCHAIN};
-use super::cpu::parse_named;
-use super::tune_inputs::{count_arrays, read_given, Given};
-use super::tune_ray::{self, RayError, RayUse};
-use super::ui::{json_line, print_diagnostic, progress, ui};
+use super::cpu::{parse_named, parse_timeout, Timeout};
+use super::tune_inputs::read_given;
+use super::tune_sweep::{compile_on_ray, finish, stage, TargetResult};
+use super::ui::{json_line, print_diagnostic, status, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
 use pk_runtime::cpu::Error as CpuError;
-use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
-use pk_runtime::pjrt::{MemoryStats, PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
-use pk_runtime::tune::cache::{self, Entry, Key};
-use pk_runtime::tune::model::{self, Generation, Prediction};
-use pk_runtime::tune::space::{Axis, Config, Space};
-use pk_runtime::tune::{count, search, work};
-use std::collections::BTreeMap;
+use pk_runtime::package::build;
+use pk_runtime::pjrt::{Plugin, TpuTarget};
+use pk_runtime::tune::cache::{self, Entry};
+use pk_runtime::tune::report::Report;
+use pk_runtime::tune::space::{Axis, Space};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::time::Duration;
 
 #[derive(ClapArgs, Debug)]
 pub struct Args {
@@ -69,21 +76,31 @@ pub struct Args {
     /// Seed of the sampling of large spaces.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
+    /// `--eval cpu`: stop each timed run that takes longer than this many
+    /// seconds of wall-clock time (a positive number, e.g. 2.5), or `none`
+    /// for no limit; the configuration is then listed as timed out, not
+    /// ranked [default: 300, as `pkc run`].
+    #[arg(long, value_name = "SECS|none", value_parser = parse_timeout)]
+    pub timeout: Option<Timeout>,
     /// Print one JSON object per target instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// The tuning cache directory (default: $PK_TUNE_CACHE, else
-    /// ~/.cache/pk/tune).
+    /// The tuning cache directory (default: $PK_TUNE_CACHE, else `tune`
+    /// under $PK_CACHE_DIR, else $XDG_CACHE_HOME/pk, else ~/.cache/pk).
     #[arg(long, value_name = "DIR")]
     pub tuned_cache: Option<PathBuf>,
+    /// Tune even when the cache holds the result of the same tuning, and
+    /// replace it.
+    #[arg(long)]
+    pub force: bool,
     /// Skip compiling with libtpu (rank what the checker keeps).
     #[arg(long)]
     pub no_aot: bool,
     /// The libtpu to load (default: $PK_LIBTPU, else pk's cache).
     #[arg(long, value_name = "PATH")]
     pub libtpu: Option<PathBuf>,
-    /// Draw every target's space (time against configuration) into this
-    /// SVG file.
+    /// Draw every target's space (time against each tuned parameter) into
+    /// this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Run the libtpu compiles on the Ray cluster at this address
@@ -92,6 +109,17 @@ pub struct Args {
     #[arg(long, value_name = "ADDRESS", conflicts_with = "no_aot")]
     pub ray: Option<String>,
 }
+
+impl Args {
+    /// The limit of each timed CPU run: `--timeout`, else `pkc run`'s
+    /// default.
+    pub fn timeout(&self) -> Timeout {
+        self.timeout.unwrap_or(Timeout(Some(DEFAULT_TIMEOUT)))
+    }
+}
+
+/// `pkc run`'s default limit (`--timeout 300`).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Eval {
@@ -121,19 +149,26 @@ pub enum TuneError {
         help("declare candidates (`bm = 256 in [128, 256, 512]`), or do not fix them all with -p")
     )]
     NothingToTune { kernel: String },
-    #[error("every configuration of `{kernel}` tried for {target} was rejected ({why})")]
-    #[diagnostic(code(PK6002), help("check the -p shapes against the candidates; `pkc check -p ...` shows one configuration's diagnostics"))]
+    #[error("no configuration of `{kernel}` tried for {target} could be ranked: {why}")]
+    #[diagnostic(code(PK6002), help("{help}"))]
     AllPruned {
         kernel: String,
         target: String,
         why: String,
+        help: String,
     },
     #[error("cannot write the tuning cache `{dir}`: {message}")]
     #[diagnostic(
         code(PK6003),
-        help("pass a writable directory with --tuned-cache DIR or $PK_TUNE_CACHE")
+        help("pass a writable directory with --tuned-cache DIR or set PK_TUNE_CACHE; nothing was tuned")
     )]
     CacheUnwritable { dir: String, message: String },
+    #[error("no tuning cache directory: none of --tuned-cache, PK_TUNE_CACHE, PK_CACHE_DIR, XDG_CACHE_HOME and HOME is set")]
+    #[diagnostic(
+        code(PK6003),
+        help("pass a directory with --tuned-cache DIR or set PK_TUNE_CACHE; nothing was tuned")
+    )]
+    NoCacheDir,
     #[error(
         "--eval tpu times on this host's TPU, a {host}; --target {asked} is another generation"
     )]
@@ -142,78 +177,20 @@ pub enum TuneError {
         help("tune with --target {host} here, or rank other generations with --eval model (the default)")
     )]
     TpuTargetMismatch { host: String, asked: String },
+    #[error("the tuning cache entry `{path}` is damaged: {reason}")]
+    #[diagnostic(code(PK6008), severity(Warning), help("{help}"))]
+    DamagedEntry {
+        path: String,
+        reason: String,
+        help: String,
+    },
 }
 
-/// What became of one configuration.
-enum Outcome {
-    /// The checker (or lowering) rejected it: the first error's code.
-    Pruned(String),
-    /// The `--in` arrays do not fit it (a missing, unknown or misshapen
-    /// operand): counted with the pruned, under the error's code.
-    BadInput(Box<CpuError>),
-    /// libtpu refused it: its message's first line.
-    Refused(String),
-    Built(Box<Candidate>),
-}
-
-pub struct Candidate {
-    pub config: Config,
-    pub built: BuiltKernel,
-    pub code_bytes: Option<u64>,
-    pub memory: Option<MemoryStats>,
-    pub work: work::Work,
-    pub prediction: Prediction,
-    /// The evaluator's time, seconds.
-    pub seconds: f64,
-}
-
-/// What became of one configuration tried, for the plot and the JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PointStatus {
-    /// Ranked with this time, seconds.
-    Ranked(f64),
-    /// Rejected by the checker (or its inputs): the code.
-    Pruned(String),
-    /// Refused by libtpu: its message.
-    Refused(String),
-    /// Built, but the evaluator could not time it.
-    Unranked,
-}
-
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub config: Config,
-    pub status: PointStatus,
-}
-
-/// The result of one target, for the report and the cache.
-pub struct TargetResult {
-    pub target: TpuTarget,
-    pub space: Space,
-    pub space_size: u64,
-    pub tried: usize,
-    pub pruned: BTreeMap<String, usize>,
-    pub refused: Vec<(String, String)>,
-    /// Ranked, best first.
-    pub ranked: Vec<Candidate>,
-    pub default: Option<Config>,
-    pub cache_path: Option<PathBuf>,
-    /// Whether libtpu compiled the survivors (not under `--no-aot`).
-    pub aot: bool,
-    /// Every configuration tried, in the order tried.
-    pub points: Vec<Point>,
-    /// The first `--in` error, shown when it pruned every configuration.
-    pub input_error: Option<Box<CpuError>>,
-    /// Where the compiles ran, under `--ray`.
-    pub ray: Option<RayUse>,
-}
-
-/// One target's configurations after the checker (and, without `--ray`,
-/// libtpu): built candidates wait for the ranking, or for their compile.
-struct Staged {
-    target: TpuTarget,
-    configs: Vec<Config>,
-    outcomes: Vec<Outcome>,
+/// What each target gets: the report of an entry that answers it, or a
+/// sweep.
+enum Plan {
+    Cached(Box<Report>, PathBuf),
+    Tune,
 }
 
 pub fn run(a: Args) -> u8 {
@@ -222,11 +199,19 @@ pub fn run(a: Args) -> u8 {
     {
         return code;
     }
+    if a.timeout.is_some() && a.eval != Eval::Cpu {
+        return super::usage::UsageError::NotApplicable {
+            flag: "--timeout".into(),
+            context: format!("with --eval {}", a.eval.name()),
+            hint: "--timeout limits each timed run of --eval cpu".into(),
+        }
+        .report();
+    }
     let text = match pk_lang::read_source(&a.file) {
         Ok(t) => t,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
-    // The parameters alone fix the kernel, the space and the shapes the
+    // The parameters alone fix the kernel, the space and the values the
     // cache is keyed by: the default configuration need not be valid for
     // the shapes given.
     let first = a.target.0[0];
@@ -241,34 +226,6 @@ pub fn run(a: Args) -> u8 {
         });
         return EXIT_ERRORS;
     }
-    // `--eval tpu` opens this host's TPU before anything is built.
-    let device = match a.eval {
-        Eval::Tpu => match super::tune_tpu::Device::open(a.libtpu.as_deref(), &a.target.0) {
-            Ok(d) => Some(d),
-            Err(code) => return code,
-        },
-        _ => None,
-    };
-    let plugin = if a.no_aot || a.ray.is_some() {
-        None
-    } else {
-        match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                print_diagnostic(&e);
-                return super::common::pjrt_exit_code(&e);
-            }
-        }
-    };
-    // The arrays the model counts the work on are read once.
-    let given = if a.eval == Eval::Model {
-        match read_given(&a.inputs) {
-            Ok(g) => g,
-            Err(e) => return super::cpu::report_cpu(&e),
-        }
-    } else {
-        Vec::new()
-    };
     // The plot's destination is checked (and its temporary file made)
     // before anything is tuned.
     let plot = match a.plot.as_deref().map(super::output::Output::prepare) {
@@ -277,13 +234,38 @@ pub fn run(a: Args) -> u8 {
         Some(Err(e)) => return super::cpu::report_cpu(&e),
     };
     let dir = cache::dir(a.tuned_cache.as_deref());
-    // Under `--ray`, every target is checked first and their compiles go to
-    // the cluster together; else each target is compiled here in turn.
+    let settings = super::tune_cache::settings(&a);
+    let req = Request {
+        text: &text,
+        name: &name,
+        params: &params,
+        space: &space,
+        settings: &settings,
+    };
+    let plans = plan(&a, &req, dir.as_deref());
+    let todo: Vec<TpuTarget> = a
+        .target
+        .0
+        .iter()
+        .zip(&plans)
+        .filter(|(_, p)| matches!(p, Plan::Tune))
+        .map(|(t, _)| *t)
+        .collect();
+    let mut sweep = None;
+    if !todo.is_empty() {
+        match Sweep::open(&a, dir.as_deref(), &todo) {
+            Ok(s) => sweep = Some(s),
+            Err(code) => return code,
+        }
+    }
+    // Under `--ray`, every target tuned is checked first and their
+    // compiles go to the cluster together; else each target is compiled
+    // here in turn.
     let mut staged = Vec::new();
     let mut ray = None;
-    if let Some(address) = &a.ray {
-        for &target in &a.target.0 {
-            staged.push(stage(&a, &name, &space, target, None, &given));
+    if let (Some(address), Some(s)) = (&a.ray, &sweep) {
+        for &target in &todo {
+            staged.push(stage(&a, &name, &space, target, None, &s.given));
         }
         match compile_on_ray(address, a.libtpu.as_deref(), &name, &mut staged) {
             Ok(u) => ray = Some(u),
@@ -294,58 +276,43 @@ pub fn run(a: Args) -> u8 {
         }
     }
     let mut staged = staged.into_iter();
-    let mut status = EXIT_OK;
-    let mut results = Vec::new();
-    for &target in &a.target.0 {
-        let st = match staged.next() {
-            Some(st) => st,
-            None => stage(&a, &name, &space, target, plugin, &given),
+    let fixed = super::tune_cache::fixed_json(&params, &space);
+    let mut exit = EXIT_OK;
+    let mut reports = Vec::new();
+    for (&target, plan) in a.target.0.iter().zip(plans) {
+        let (report, code) = match (plan, &sweep) {
+            (Plan::Cached(r, path), _) => {
+                status(&format!(
+                    "`{name}` on {target}: the same tuning is cached in {}; its report follows (--force tunes again)",
+                    path.display()
+                ));
+                (*r, EXIT_OK)
+            }
+            (Plan::Tune, Some(s)) => {
+                let st = match staged.next() {
+                    Some(st) => st,
+                    None => stage(&a, &name, &space, target, s.plugin, &s.given),
+                };
+                let aot = s.plugin.is_some() || ray.is_some();
+                let r = finish(&a, &space, st, aot, ray.clone(), s.device.as_ref());
+                conclude(&a, &req, &s.dir, &r, &fixed)
+            }
+            (Plan::Tune, None) => continue,
         };
-        let aot = plugin.is_some() || ray.is_some();
-        let mut r = finish(&a, &space, st, aot, ray.clone(), device.as_ref());
-        if r.ranked.is_empty() {
-            if let Some(e) = &r.input_error {
-                print_diagnostic(e.as_ref());
-            }
-            let mut why: Vec<String> = r
-                .pruned
-                .iter()
-                .map(|(c, n)| format!("{n} by {c}"))
-                .collect();
-            if !r.refused.is_empty() {
-                why.push(format!("{} by libtpu", r.refused.len()));
-            }
-            print_diagnostic(&TuneError::AllPruned {
-                kernel: name.clone(),
-                target: target.to_string(),
-                why: why.join(", "),
-            });
-            status = EXIT_ERRORS;
-            results.push(r);
-            continue;
-        }
-        let key = cache_key(&text, &name, &params, &a.params, &space, target, a.eval);
-        if let Some(dir) = &dir {
-            match cache::store(dir, &key, &entry(&r, &key, a.eval)) {
-                Ok(p) => r.cache_path = Some(p),
-                Err(e) => {
-                    print_diagnostic(&TuneError::CacheUnwritable {
-                        dir: dir.display().to_string(),
-                        message: e.to_string(),
-                    });
-                    status = EXIT_ERRORS;
-                }
-            }
-        }
+        exit = exit.max(code);
         if a.json || ui().json {
-            json_line(&super::tune_report::json(&name, a.eval, &r));
+            json_line(&serde_json::to_value(&report).unwrap_or_default());
         } else if !ui().quiet {
-            print!("{}", super::tune_report::table(&name, a.eval, &r));
+            print!("{}", super::tune_report::table(&report));
         }
-        results.push(r);
+        if code != EXIT_OK && report.ranked == 0 {
+            // The diagnostic after the report that lists every reason.
+            print_all_pruned(&a, &name, &report);
+        }
+        reports.push(report);
     }
     if let Some(out) = plot {
-        let written = super::tune_plot::svg(&name, a.eval, &results)
+        let written = super::tune_plot::svg(&reports)
             .map_err(|reason| CpuError::WriteFailed {
                 path: a
                     .plot
@@ -356,10 +323,217 @@ pub fn run(a: Args) -> u8 {
             .and_then(|svg| super::output::commit(vec![out], &[svg.into_bytes()]));
         if let Err(e) = written {
             print_diagnostic(&e);
-            status = status.max(EXIT_ERRORS);
+            exit = exit.max(EXIT_ERRORS);
         }
     }
-    status
+    exit
+}
+
+/// What a tuning is asked for, beyond the target: what its cache entries
+/// are keyed by and must match.
+struct Request<'a> {
+    text: &'a str,
+    name: &'a str,
+    /// The kernel's parameters, as resolved.
+    params: &'a [ir::Param],
+    space: &'a Space,
+    settings: &'a cache::Settings,
+}
+
+impl Request<'_> {
+    fn key(&self, target: TpuTarget, eval: Eval) -> cache::Key {
+        super::tune_cache::key(self.text, self.name, self.params, self.space, target, eval)
+    }
+}
+
+/// Per target, whether the cache answers it: an entry for the same key,
+/// with the same settings and configurations tried, unless `--force`. A
+/// damaged entry is warned about and tuned again.
+fn plan(a: &Args, req: &Request<'_>, dir: Option<&Path>) -> Vec<Plan> {
+    let configs = req.space.choose(a.budget, a.seed);
+    a.target
+        .0
+        .iter()
+        .map(|&target| {
+            let Some(dir) = dir.filter(|_| !a.force) else {
+                return Plan::Tune;
+            };
+            let key = req.key(target, a.eval);
+            let then = "`pkc tune` tunes again and replaces it";
+            match super::tune_cache::find(dir, &key, req.space, then) {
+                Ok(Some((entry, path)))
+                    if super::tune_cache::answers(&entry, req.settings, &configs) =>
+                {
+                    let mut r = entry.report;
+                    r.cache = Some(path.display().to_string());
+                    Plan::Cached(Box::new(r), path)
+                }
+                _ => Plan::Tune,
+            }
+        })
+        .collect()
+}
+
+/// What a sweep needs opened, and checked, before its first configuration
+/// is built.
+struct Sweep {
+    /// The cache directory, checked writable.
+    dir: PathBuf,
+    plugin: Option<&'static Plugin>,
+    device: Option<super::tune_tpu::Device>,
+    given: super::tune_inputs::Given,
+}
+
+impl Sweep {
+    /// Checks that the cache can be written, opens the TPU (`--eval tpu`)
+    /// and libtpu, and reads the arrays the model counts the work on; on
+    /// failure prints why and returns the exit code.
+    fn open(a: &Args, dir: Option<&Path>, targets: &[TpuTarget]) -> Result<Sweep, u8> {
+        let Some(dir) = dir else {
+            print_diagnostic(&TuneError::NoCacheDir);
+            return Err(EXIT_ERRORS);
+        };
+        if let Err(e) = cache::check_writable(dir) {
+            print_diagnostic(&TuneError::CacheUnwritable {
+                dir: dir.display().to_string(),
+                message: e.to_string(),
+            });
+            return Err(EXIT_ERRORS);
+        }
+        let device = match a.eval {
+            Eval::Tpu => Some(super::tune_tpu::Device::open(a.libtpu.as_deref(), targets)?),
+            _ => None,
+        };
+        let plugin = if a.no_aot || a.ray.is_some() {
+            None
+        } else {
+            match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    print_diagnostic(&e);
+                    return Err(super::common::pjrt_exit_code(&e));
+                }
+            }
+        };
+        let given = if a.eval == Eval::Model {
+            read_given(&a.inputs).map_err(|e| super::cpu::report_cpu(&e))?
+        } else {
+            Vec::new()
+        };
+        Ok(Sweep {
+            dir: dir.to_path_buf(),
+            plugin,
+            device,
+            given,
+        })
+    }
+}
+
+/// The report of one target's sweep, written to the cache when something
+/// was ranked; and the exit code.
+fn conclude(
+    a: &Args,
+    req: &Request<'_>,
+    dir: &Path,
+    r: &TargetResult,
+    fixed: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> (Report, u8) {
+    let mut report = super::tune_report::summarise(req.name, a.eval, r, fixed);
+    if r.ranked.is_empty() {
+        if let Some(e) = &r.input_error {
+            print_diagnostic(e.as_ref());
+        }
+        return (report, EXIT_ERRORS);
+    }
+    let key = req.key(r.target, a.eval);
+    let path = dir.join(key.file_name());
+    report.cache = Some(path.display().to_string());
+    let entry = Entry {
+        key,
+        settings: req.settings.clone(),
+        best: req
+            .space
+            .axes
+            .iter()
+            .map(|x| x.name.clone())
+            .zip(r.ranked[0].config.iter().copied())
+            .collect(),
+        seconds: r.ranked[0].seconds,
+        report: report.clone(),
+    };
+    match cache::store(dir, &entry) {
+        Ok(_) => (report, EXIT_OK),
+        Err(e) => {
+            report.cache = None;
+            print_diagnostic(&TuneError::CacheUnwritable {
+                dir: dir.display().to_string(),
+                message: e.to_string(),
+            });
+            (report, EXIT_ERRORS)
+        }
+    }
+}
+
+/// PK6002 for a target where nothing could be ranked: how many
+/// configurations each cause took, and help for the cause that took most.
+fn print_all_pruned(a: &Args, name: &str, r: &Report) {
+    let mut why: Vec<String> = r
+        .pruned
+        .iter()
+        .map(|(c, n)| format!("{n} pruned by {c}"))
+        .collect();
+    if !r.refused.is_empty() {
+        why.push(format!("{} refused by libtpu", r.refused.len()));
+    }
+    let limit = match a.timeout().0 {
+        Some(d) => format!("{} s", d.as_secs_f64()),
+        None => "no limit".into(),
+    };
+    if !r.timed_out.is_empty() {
+        why.push(format!(
+            "{} timed out on the CPU reference (--timeout {limit} per run)",
+            r.timed_out.len()
+        ));
+    }
+    if let Some(f) = r.failed.first() {
+        why.push(format!(
+            "{} could not be timed by --eval {} (first: {}: {})",
+            r.failed.len(),
+            r.evaluator,
+            f.config,
+            f.message
+        ));
+    }
+    // Help for the last stage that stopped configurations: the ones it
+    // stopped got past every earlier stage, so it is what keeps them from
+    // being ranked.
+    let top = if !r.timed_out.is_empty() {
+        2
+    } else if !r.failed.is_empty() {
+        3
+    } else if !r.refused.is_empty() {
+        1
+    } else {
+        0
+    };
+    let help = match top {
+        1 => "libtpu's reasons are listed above; `pkc build --aot -p ...` shows one configuration's error".to_string(),
+        2 => format!(
+            "raise the limit (--timeout SECS, or --timeout none), or rank with the model (--eval model); `pkc run {} -p ... --timeout {limit}` shows one configuration's run",
+            a.file.display()
+        ),
+        3 => format!(
+            "`pkc run {} -p ...` shows one configuration's error; --eval model ranks without running",
+            a.file.display()
+        ),
+        _ => "check the -p shapes against the candidates; `pkc check -p ...` shows one configuration's diagnostics".to_string(),
+    };
+    print_diagnostic(&TuneError::AllPruned {
+        kernel: name.to_string(),
+        target: r.target.clone(),
+        why: why.join(", "),
+        help,
+    });
 }
 
 /// The parameters that declare candidates and are not fixed by `-p`.
@@ -383,41 +557,8 @@ pub(super) fn space_of(params: &[ir::Param], fixed: &[(String, String)]) -> Spac
     Space { axes }
 }
 
-/// The cache key of a tuning of kernel `name` (whose parameters, as
-/// checked, are `params`) for `target` with evaluator `eval`. The values of
-/// the parameters that are not tuned (sizes, dtypes, flags) stand for the
-/// shapes: the operand shapes are functions of them.
-pub(super) fn cache_key(
-    text: &str,
-    name: &str,
-    params: &[ir::Param],
-    given: &[(String, String)],
-    space: &Space,
-    target: TpuTarget,
-    eval: Eval,
-) -> Key {
-    let tuned = |n: &str| space.axes.iter().any(|a| a.name == n);
-    let mut fixed: Vec<(String, String)> =
-        given.iter().filter(|(n, _)| !tuned(n)).cloned().collect();
-    fixed.sort();
-    Key {
-        source_sha256: cache::source_hash(text),
-        kernel: name.to_string(),
-        fixed,
-        shapes: params
-            .iter()
-            .filter(|p| !tuned(&p.name))
-            .map(|p| format!("{}={}", p.name, p.value))
-            .collect(),
-        target: target.name().to_string(),
-        evaluator: eval.name().to_string(),
-        libtpu: LIBTPU_VERSION.to_string(),
-        pk: env!("CARGO_PKG_VERSION").to_string(),
-    }
-}
-
 /// The one selected kernel's name and checked parameters.
-fn kernel_params(
+pub(super) fn kernel_params(
     file: &Path,
     kernel: Option<&str>,
     params: &[(String, String)],
@@ -448,397 +589,50 @@ fn kernel_params(
     }
 }
 
-fn entry(r: &TargetResult, key: &Key, eval: Eval) -> Entry {
-    let best = &r.ranked[0];
-    Entry {
-        kernel: key.kernel.clone(),
-        target: r.target.name().to_string(),
-        evaluator: eval.name().to_string(),
-        best: r.space.params(&best.config),
-        seconds: best.seconds,
-        default_seconds: r
-            .default
-            .as_ref()
-            .and_then(|d| r.ranked.iter().find(|c| &c.config == d))
-            .map(|c| c.seconds),
-        evaluated: r.ranked.len() as u64,
-        key: serde_json::to_value(key).unwrap_or_default(),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Checks and lowers every configuration tried for `target` and, with a
-/// plugin, compiles the survivors, on `--jobs` threads.
-fn stage(
-    a: &Args,
-    name: &str,
-    space: &Space,
-    target: TpuTarget,
-    plugin: Option<&'static Plugin>,
-    given: &Given,
-) -> Staged {
-    let configs = space.choose(a.budget, a.seed);
-    let jobs = a
-        .jobs
-        .map(|j| j as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, configs.len().max(1));
-    let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
-    bar.set_message(if plugin.is_some() {
-        "checking and compiling"
-    } else {
-        "checking"
-    });
-    let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
-    let g = Generation::of(target);
-    // Each worker takes the next configuration: check and lower it for the
-    // target, then compile it with libtpu.
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(c) = configs.get(i) else { break };
-                let mut o = lower(a, space, c, target, g, given);
-                if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
-                    let compiled =
-                        module_of(cand, target).and_then(|m| compile_module(p, target, m));
-                    o = with_compile(o, compiled);
-                }
-                outcomes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((i, o));
-                bar.inc(1);
-            });
+    #[test]
+    fn every_tuning_diagnostic_has_an_explanation() {
+        let s = String::new;
+        let all = [
+            TuneError::NothingToTune { kernel: s() },
+            TuneError::AllPruned {
+                kernel: s(),
+                target: s(),
+                why: s(),
+                help: s(),
+            },
+            TuneError::CacheUnwritable {
+                dir: s(),
+                message: s(),
+            },
+            TuneError::NoCacheDir,
+            TuneError::TpuTargetMismatch {
+                host: s(),
+                asked: s(),
+            },
+            TuneError::DamagedEntry {
+                path: s(),
+                reason: s(),
+                help: s(),
+            },
+        ];
+        for e in &all {
+            let code = miette::Diagnostic::code(e).map(|c| c.to_string());
+            let code = code.expect("every tuning diagnostic has a code");
+            assert!(
+                pk_runtime::tune::EXPLANATIONS
+                    .iter()
+                    .any(|x| x.code == code),
+                "{code} has no explanation"
+            );
         }
-    });
-    bar.finish_and_clear();
-    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcomes.sort_by_key(|(i, _)| *i);
-    Staged {
-        target,
-        configs,
-        outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
+        // A damaged entry is a warning: the command goes on without it.
+        assert_eq!(
+            miette::Diagnostic::severity(&all[5]),
+            Some(miette::Severity::Warning)
+        );
     }
-}
-
-/// Sends the compiles of every staged target's candidates to the Ray
-/// cluster at `address`, and records what came back.
-fn compile_on_ray(
-    address: &str,
-    libtpu: Option<&Path>,
-    name: &str,
-    staged: &mut [Staged],
-) -> Result<RayUse, RayError> {
-    let mut at = Vec::new();
-    let mut jobs = Vec::new();
-    let mut missing = Vec::new();
-    for (t, st) in staged.iter().enumerate() {
-        for (i, o) in st.outcomes.iter().enumerate() {
-            if let Outcome::Built(c) = o {
-                match module_of(c, st.target) {
-                    Ok(module) => {
-                        at.push((t, i));
-                        jobs.push(tune_ray::Job {
-                            target: st.target,
-                            module,
-                        });
-                    }
-                    Err(m) => missing.push(((t, i), Err(m))),
-                }
-            }
-        }
-    }
-    let bar = progress(jobs.len() as u64, &format!("tune {name} on Ray"));
-    bar.set_message(format!("connecting to {address}"));
-    let (compiled, used) = tune_ray::compile(address, libtpu, &jobs, &bar)?;
-    bar.finish_and_clear();
-    drop(jobs);
-    for ((t, i), r) in at.into_iter().zip(compiled).chain(missing) {
-        let o = std::mem::replace(&mut staged[t].outcomes[i], Outcome::Pruned(String::new()));
-        staged[t].outcomes[i] = with_compile(o, r);
-    }
-    Ok(used)
-}
-
-/// The StableHLO module libtpu compiles for a built candidate.
-pub(super) fn module_of(c: &Candidate, target: TpuTarget) -> Result<&str, String> {
-    c.built
-        .package
-        .stablehlo_for(target)
-        .ok_or_else(|| format!("no StableHLO for {target}"))
-}
-
-/// A built candidate with libtpu's result: its code size and memory, or
-/// its refusal.
-fn with_compile(o: Outcome, compiled: tune_ray::Compiled) -> Outcome {
-    match (o, compiled) {
-        (Outcome::Built(mut c), Ok((code, memory))) => {
-            c.code_bytes = Some(code);
-            c.memory = memory;
-            Outcome::Built(c)
-        }
-        (Outcome::Built(_), Err(m)) => Outcome::Refused(m),
-        (o, _) => o,
-    }
-}
-
-/// Ranks one staged target's candidates.
-fn finish(
-    a: &Args,
-    space: &Space,
-    st: Staged,
-    aot: bool,
-    ray: Option<RayUse>,
-    device: Option<&super::tune_tpu::Device>,
-) -> TargetResult {
-    let Staged {
-        target,
-        configs,
-        outcomes,
-    } = st;
-    let mut pruned: BTreeMap<String, usize> = BTreeMap::new();
-    let mut refused = Vec::new();
-    let mut built: Vec<Candidate> = Vec::new();
-    let mut points = Vec::new();
-    let mut input_error = None;
-    for (i, o) in outcomes.into_iter().enumerate() {
-        let status = match o {
-            Outcome::Pruned(code) => {
-                *pruned.entry(code.clone()).or_default() += 1;
-                PointStatus::Pruned(code)
-            }
-            Outcome::BadInput(e) => {
-                let code =
-                    miette::Diagnostic::code(e.as_ref()).map_or("?".to_string(), |c| c.to_string());
-                *pruned.entry(code.clone()).or_default() += 1;
-                input_error.get_or_insert(e);
-                PointStatus::Pruned(code)
-            }
-            Outcome::Refused(m) => {
-                refused.push((space.describe(&configs[i]), m.clone()));
-                PointStatus::Refused(m)
-            }
-            Outcome::Built(c) => {
-                built.push(*c);
-                PointStatus::Unranked
-            }
-        };
-        points.push(Point {
-            config: configs[i].clone(),
-            status,
-        });
-    }
-    let ranked = rank(a, built, target, device);
-    for p in points
-        .iter_mut()
-        .filter(|p| p.status == PointStatus::Unranked)
-    {
-        if let Some(c) = ranked.iter().find(|c| c.config == p.config) {
-            p.status = PointStatus::Ranked(c.seconds);
-        }
-    }
-    TargetResult {
-        points,
-        input_error,
-        target,
-        space: space.clone(),
-        space_size: space.size(),
-        tried: configs.len(),
-        pruned,
-        refused,
-        ranked,
-        default: space.default_config(),
-        cache_path: None,
-        aot,
-        ray,
-    }
-}
-
-/// Checks and lowers one configuration, and predicts its time; libtpu has
-/// not seen it yet.
-fn lower(
-    a: &Args,
-    space: &Space,
-    c: &Config,
-    target: TpuTarget,
-    g: &Generation,
-    given: &Given,
-) -> Outcome {
-    let mut params = a.params.clone();
-    params.extend(space.params(c));
-    let opts = BuildOptions {
-        targets: vec![target],
-        params,
-        kernel: a.kernel.clone(),
-        // `--eval tpu` makes its inputs from the CPU reference's operands.
-        cpu_reference: a.eval != Eval::Model,
-        ..Default::default()
-    };
-    let b = match build::build_file(&a.file, &opts) {
-        Ok(b) => b,
-        Err(f) => {
-            let code = f
-                .diags
-                .iter()
-                .find(|d| d.is_error())
-                .map_or("?".to_string(), |d| d.code.code.to_string());
-            return Outcome::Pruned(code);
-        }
-    };
-    let Some(built) = b.kernels.into_iter().next() else {
-        return Outcome::Pruned("?".into());
-    };
-    // With `--in`, the work the grid really does on those inputs; without,
-    // the same for a kernel whose control reads no array (a causal skip
-    // depends on the grid indices alone); else the static count (also for
-    // a grid too large to count). Inputs that do not fit this configuration
-    // prune it before libtpu is asked.
-    let w = if given.is_empty() {
-        if count::read_operands(&built.kernel).is_empty() {
-            count::count(&built.kernel, &count::Arrays::new())
-                .unwrap_or_else(|| work::count(&built.kernel))
-        } else {
-            work::count(&built.kernel)
-        }
-    } else {
-        match count_arrays(&built.kernel, given) {
-            Ok(arrays) => {
-                count::count(&built.kernel, &arrays).unwrap_or_else(|| work::count(&built.kernel))
-            }
-            Err(e) => return Outcome::BadInput(Box::new(e)),
-        }
-    };
-    let prediction = model::predict(g, &w);
-    Outcome::Built(Box::new(Candidate {
-        config: c.clone(),
-        built,
-        code_bytes: None,
-        memory: None,
-        work: w,
-        seconds: prediction.seconds,
-        prediction,
-    }))
-}
-
-/// Compiles one configuration's StableHLO for `target` with libtpu: its
-/// generated code bytes and memory, or libtpu's refusal. Each thread
-/// compiles on its own topology; libtpu's compiler is thread-safe, and the
-/// shared stderr capture of `compile_logged` would serialise the workers.
-pub(super) fn compile_module(
-    plugin: &'static Plugin,
-    target: TpuTarget,
-    stablehlo: &str,
-) -> tune_ray::Compiled {
-    plugin
-        .topology(target)
-        .and_then(|t| t.compile(stablehlo))
-        .map(|ck| (ck.generated_code_bytes, ck.memory_stats))
-        .map_err(|e| refusal(&e))
-}
-
-/// libtpu's reason for refusing a configuration, on one line: its status
-/// and the first line of its message (e.g. `RESOURCE_EXHAUSTED: ... Ran out
-/// of memory in memory space vmem. Used 17.00M of 16.00M vmem.`).
-fn refusal(e: &PjrtError) -> String {
-    let line = |m: &str| {
-        m.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .chars()
-            .take(240)
-            .collect::<String>()
-    };
-    match e {
-        PjrtError::Compile {
-            status, message, ..
-        } => format!("{status}: {}", line(message)),
-        other => line(&other.to_string()),
-    }
-}
-
-/// Orders the candidates by the evaluator, best first; candidates the
-/// evaluator cannot run (no CPU reference, or not loadable on the TPU) are
-/// dropped.
-fn rank(
-    a: &Args,
-    built: Vec<Candidate>,
-    target: TpuTarget,
-    device: Option<&super::tune_tpu::Device>,
-) -> Vec<Candidate> {
-    let det = a.eval == Eval::Model;
-    let mut cpu: Vec<Option<super::tune_report::CpuRun>> = Vec::new();
-    let tpu = device.map(|d| d.prepare(&built, &a.inputs));
-    if a.eval == Eval::Cpu {
-        let bar = progress(built.len() as u64, &format!("time {target} on CPU"));
-        for c in &built {
-            cpu.push(super::tune_report::CpuRun::prepare(c, &a.inputs));
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-    }
-    let order = search::successive_halving(built.len(), det, 8, |i, repeats| {
-        if det {
-            Some(built[i].prediction.seconds)
-        } else if let Some(t) = &tpu {
-            t.median(i, repeats)
-        } else {
-            cpu.get(i)?.as_ref()?.median(repeats)
-        }
-    });
-    let mut slots: Vec<Option<Candidate>> = built.into_iter().map(Some).collect();
-    order
-        .into_iter()
-        .filter_map(|(i, t)| {
-            let mut c = slots[i].take()?;
-            c.seconds = t;
-            Some(c)
-        })
-        .collect()
-}
-
-/// `--tuned` of `pkc build` and `pkc run`: the `-p` values with the cached
-/// best configuration of `file`'s kernel for `target` added (parameters
-/// given with `-p` stay as given). Says which configuration it uses, or
-/// that there is none. An entry timed on a TPU is preferred to one timed
-/// on the CPU reference, and that to the model's.
-pub fn tuned_params(
-    file: &Path,
-    kernel: Option<&str>,
-    params: &[(String, String)],
-    target: TpuTarget,
-) -> Result<Vec<(String, String)>, u8> {
-    let text = pk_lang::read_source(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
-    let (name, kparams) = kernel_params(file, kernel, params, target)?;
-    let space = space_of(&kparams, params);
-    let found = cache::dir(None).and_then(|dir| {
-        [Eval::Tpu, Eval::Cpu, Eval::Model]
-            .into_iter()
-            .find_map(|e| {
-                let key = cache_key(&text, &name, &kparams, params, &space, target, e);
-                cache::lookup(&dir, &key).map(|entry| (entry, dir.join(key.file_name())))
-            })
-    });
-    let mut out = params.to_vec();
-    match found {
-        Some((entry, path)) => {
-            let shown: Vec<String> = entry.best.iter().map(|(n, v)| format!("{n}={v}")).collect();
-            super::ui::status(&format!(
-                "using the tuned configuration of `{name}` for {target} ({}): {} (from {})",
-                entry.evaluator,
-                shown.join(" "),
-                path.display()
-            ));
-            for (n, v) in entry.best {
-                if !out.iter().any(|(m, _)| *m == n) {
-                    out.push((n, v));
-                }
-            }
-        }
-        None => super::ui::status(&format!(
-            "no tuning cache entry for `{name}` on {target} with these parameters and shapes; using the defaults (run `pkc tune` first)"
-        )),
-    }
-    Ok(out)
 }

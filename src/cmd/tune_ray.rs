@@ -61,30 +61,7 @@ pub struct Job<'a> {
 pub type Compiled = Result<(u64, Option<MemoryStats>), String>;
 
 /// Where a sweep ran, for the report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RayUse {
-    pub address: String,
-    /// Alive nodes in the cluster, and its CPUs.
-    pub cluster_nodes: usize,
-    pub cluster_cpus: f64,
-    /// Distinct nodes and worker processes that ran the sweep's tasks.
-    pub nodes: usize,
-    pub workers: usize,
-    pub jobs: usize,
-}
-
-impl RayUse {
-    pub fn json(&self) -> Value {
-        json!({
-            "address": self.address,
-            "cluster_nodes": self.cluster_nodes,
-            "cluster_cpus": self.cluster_cpus,
-            "nodes": self.nodes,
-            "workers": self.workers,
-            "jobs": self.jobs,
-        })
-    }
-}
+pub use pk_runtime::tune::report::Ray as RayUse;
 
 /// The Python that runs the driver.
 fn python() -> String {
@@ -279,7 +256,7 @@ pub fn worker(a: WorkerArgs) -> u8 {
         let (Ok(target), Some(module)) = (target, job["module"].as_str()) else {
             return fail(format!("job {id} has no valid target or module"));
         };
-        match super::tune::compile_module(plugin, target, module) {
+        match super::tune_sweep::compile_module(plugin, target, module) {
             Ok((code_bytes, memory)) => {
                 json_line(&json!({"id": id, "code_bytes": code_bytes, "memory": memory}))
             }

@@ -1,15 +1,14 @@
-//! What `pkc tune` prints: the table of the best configurations, the
-//! default and why it lost, or one JSON object per target; and the CPU
-//! timing of `--eval cpu`.
+//! What `pkc tune` prints: one target's sweep summarised as a
+//! [`Report`] (the data the cache stores and `--json` prints), and the
+//! table of a report.
+//!
+//! invariant: the table is made from the report alone, so a report read
+//! back from the cache prints the same text as the run that wrote it.
 
-use super::tune::{Candidate, Eval, PointStatus, TargetResult};
-use pk_runtime::cpu::{CpuKernel, HostArray, RunOptions};
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
-
-/// Rows of the table: the best this many configurations.
-const SHOWN: usize = 5;
+use super::tune::Eval;
+use super::tune_sweep::{Candidate, TargetResult};
+use pk_runtime::tune::report::{self, Params, Report, Row, Status, Unranked, WorkSeen, SHOWN};
+use std::collections::BTreeMap;
 
 fn time(s: f64) -> String {
     if s >= 1e-3 {
@@ -23,10 +22,96 @@ fn bytes(b: Option<u64>) -> String {
     b.map_or("-".to_string(), |b| b.to_string())
 }
 
+/// The report of one target's sweep. `fixed` holds the values of the
+/// parameters that were not tuned.
+pub fn summarise(
+    kernel: &str,
+    eval: Eval,
+    r: &TargetResult,
+    fixed: &BTreeMap<String, serde_json::Value>,
+) -> Report {
+    let params = |c: &[i64]| -> Params {
+        r.space
+            .axes
+            .iter()
+            .zip(c)
+            .map(|(a, v)| (a.name.clone(), *v))
+            .collect()
+    };
+    let row = |c: &Candidate| Row {
+        params: params(&c.config),
+        seconds: c.seconds,
+        predicted_seconds: c.prediction.seconds,
+        roofline_fraction: c.prediction.roofline_fraction,
+        memory_bound: c.prediction.memory_bound,
+        grid_steps: c.work.steps,
+        generated_code_bytes: c.code_bytes,
+        memory: c.memory,
+        work: WorkSeen::of(&c.work),
+        rank: None,
+        why_slower: None,
+    };
+    let unranked = |v: &[(String, String)]| -> Vec<Unranked> {
+        v.iter()
+            .map(|(c, m)| Unranked {
+                config: c.clone(),
+                message: m.clone(),
+            })
+            .collect()
+    };
+    let default = r.default.as_ref().and_then(|d| {
+        let pos = r.ranked.iter().position(|c| &c.config == d)?;
+        let c = &r.ranked[pos];
+        let mut v = row(c);
+        v.rank = Some(pos + 1);
+        if pos > 0 {
+            v.why_slower = Some(why_lost(c, &r.ranked[0], eval));
+        }
+        Some(v)
+    });
+    Report {
+        kind: "tune".into(),
+        kernel: kernel.to_string(),
+        target: r.target.name().to_string(),
+        evaluator: eval.name().to_string(),
+        axes: r
+            .space
+            .axes
+            .iter()
+            .map(|a| report::Axis {
+                name: a.name.clone(),
+                candidates: a.candidates.clone(),
+                default: a.default,
+            })
+            .collect(),
+        fixed: fixed.clone(),
+        space: r.space.size(),
+        tried: r.tried,
+        pruned: r.pruned.clone(),
+        aot: r.aot,
+        ray: r.ray.clone(),
+        refused: unranked(&r.refused),
+        timed_out: unranked(&r.timed_out),
+        failed: unranked(&r.failed),
+        ranked: r.ranked.len(),
+        best: r.ranked.iter().take(SHOWN).map(row).collect(),
+        default,
+        cache: None,
+        points: r
+            .points
+            .iter()
+            .map(|(c, s)| report::Point {
+                params: params(c),
+                status: s.clone(),
+            })
+            .collect(),
+    }
+}
+
 /// The human-readable report of one target.
-pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
+pub fn table(r: &Report) -> String {
     let mut out = String::new();
-    let what = if eval == Eval::Model {
+    let what = if r.evaluator == Eval::Model.name() {
         "predicted"
     } else {
         "measured"
@@ -38,12 +123,8 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
         "libtpu not run (--no-aot)".to_string()
     };
     out.push_str(&format!(
-        "{kernel} on {}: {} configurations in the space, {} tried, {kept} kept by the checker, {compiled}, {} ranked ({})\n",
-        r.target,
-        r.space_size,
-        r.tried,
-        r.ranked.len(),
-        eval.name()
+        "{} on {}: {} configurations in the space, {} tried, {kept} kept by the checker, {compiled}, {} ranked ({})\n",
+        r.kernel, r.target, r.space, r.tried, r.ranked, r.evaluator
     ));
     if !r.pruned.is_empty() {
         let parts: Vec<String> = r.pruned.iter().map(|(c, n)| format!("{c} x{n}")).collect();
@@ -58,62 +139,75 @@ pub fn table(kernel: &str, eval: Eval, r: &TargetResult) -> String {
             u.address, u.cluster_nodes, u.cluster_cpus, u.jobs, u.nodes, u.workers
         ));
     }
-    for (c, m) in &r.refused {
-        out.push_str(&format!("    {c}: {m}\n"));
+    for u in &r.refused {
+        out.push_str(&format!("    {}: {}\n", u.config, u.message));
+    }
+    for (list, what) in [(&r.timed_out, "timed out"), (&r.failed, "not timed")] {
+        if !list.is_empty() {
+            out.push_str(&format!("  {what}: {}\n", list.len()));
+            for u in list {
+                out.push_str(&format!("    {}: {}\n", u.config, u.message));
+            }
+        }
     }
     out.push_str(&format!(
         "  {:<4} {:<28} {:>12} {:>9} {:>10} {:>8}\n",
         "rank", "configuration", what, "roofline", "code B", "steps"
     ));
-    for (i, c) in r.ranked.iter().take(SHOWN).enumerate() {
+    for (i, c) in r.best.iter().enumerate() {
         out.push_str(&row(&format!("{}", i + 1), r, c));
     }
-    match default_of(r) {
-        Some((pos, c)) if pos > 0 => {
-            if pos >= SHOWN {
-                out.push_str(&row("dflt", r, c));
+    match (&r.default, r.best.first()) {
+        (Some(d), Some(best)) if d.rank.unwrap_or(1) > 1 => {
+            let pos = d.rank.unwrap_or(1);
+            if pos > SHOWN {
+                out.push_str(&row("dflt", r, d));
             }
             out.push_str(&format!(
-                "  the default ranks {} of {}, {:.2}x the best: {}\n",
-                pos + 1,
-                r.ranked.len(),
-                c.seconds / r.ranked[0].seconds,
-                why_lost(c, &r.ranked[0], eval)
+                "  the default ranks {pos} of {}, {:.2}x the best: {}\n",
+                r.ranked,
+                d.seconds / best.seconds,
+                d.why_slower.as_deref().unwrap_or("")
             ));
         }
-        Some(_) => out.push_str("  the default is the best configuration\n"),
-        None => out.push_str(&format!(
+        (Some(_), _) => out.push_str("  the default is the best configuration\n"),
+        (None, _) => out.push_str(&format!(
             "  the default was not ranked: {}\n",
             default_missing(r)
         )),
     }
-    if let Some(p) = &r.cache_path {
-        out.push_str(&format!("  cached in {}\n", p.display()));
+    if let Some(p) = &r.cache {
+        out.push_str(&format!("  cached in {p}\n"));
     }
     out
 }
 
-fn row(rank: &str, r: &TargetResult, c: &Candidate) -> String {
+fn row(rank: &str, r: &Report, c: &Row) -> String {
     format!(
         "  {:<4} {:<28} {:>12} {:>8.1}% {:>10} {:>8}\n",
         rank,
-        r.space.describe(&c.config),
+        r.describe(&c.params),
         time(c.seconds),
-        100.0 * c.prediction.roofline_fraction,
-        bytes(c.code_bytes),
-        c.work.steps
+        100.0 * c.roofline_fraction,
+        bytes(c.generated_code_bytes),
+        c.grid_steps
     )
 }
 
-fn default_of(r: &TargetResult) -> Option<(usize, &Candidate)> {
-    let d = r.default.as_ref()?;
-    r.ranked.iter().enumerate().find(|(_, c)| &c.config == d)
-}
-
-fn default_missing(r: &TargetResult) -> String {
-    match &r.default {
-        None => "a tuned parameter has no default among its candidates".into(),
-        Some(_) => "the checker or libtpu rejected it for this target".into(),
+/// Why the default configuration has no rank: what became of it.
+fn default_missing(r: &Report) -> String {
+    let Some(d) = r.default_params() else {
+        return "a tuned parameter has no default among its candidates".into();
+    };
+    match r.points.iter().find(|p| p.params == d).map(|p| &p.status) {
+        None => "it was not among the configurations sampled".into(),
+        Some(Status::Pruned { code }) => {
+            format!("the checker rejected it for this target ({code})")
+        }
+        Some(Status::Refused { message }) => format!("libtpu refused it: {message}"),
+        Some(Status::TimedOut { message }) => format!("it timed out: {message}"),
+        Some(Status::Failed { message }) => format!("it could not be timed: {message}"),
+        Some(Status::Ranked { .. }) => "it was ranked".into(),
     }
 }
 
@@ -150,121 +244,4 @@ fn why_lost(d: &Candidate, b: &Candidate, eval: Eval) -> String {
         why.push("(the model's account; the ranking is measured)".into());
     }
     why.join("; ")
-}
-
-/// One target's result as JSON.
-pub fn json(kernel: &str, eval: Eval, r: &TargetResult) -> serde_json::Value {
-    let cand = |c: &Candidate| {
-        serde_json::json!({
-            "params": r.space.params(&c.config).into_iter().collect::<std::collections::BTreeMap<_, _>>(),
-            "seconds": c.seconds,
-            "predicted_seconds": c.prediction.seconds,
-            "roofline_fraction": c.prediction.roofline_fraction,
-            "memory_bound": c.prediction.memory_bound,
-            "grid_steps": c.work.steps,
-            "generated_code_bytes": c.code_bytes,
-            "memory": c.memory,
-            "work": work_json(&c.work),
-        })
-    };
-    let points: Vec<serde_json::Value> = r
-        .points
-        .iter()
-        .map(|p| {
-            let params: std::collections::BTreeMap<_, _> =
-                r.space.params(&p.config).into_iter().collect();
-            match &p.status {
-                PointStatus::Ranked(s) => {
-                    serde_json::json!({"params": params, "status": "ranked", "seconds": s})
-                }
-                PointStatus::Pruned(code) => {
-                    serde_json::json!({"params": params, "status": "pruned", "code": code})
-                }
-                PointStatus::Refused(m) => {
-                    serde_json::json!({"params": params, "status": "refused", "message": m})
-                }
-                PointStatus::Unranked => {
-                    serde_json::json!({"params": params, "status": "unranked"})
-                }
-            }
-        })
-        .collect();
-    let default = default_of(r);
-    serde_json::json!({
-        "type": "tune",
-        "kernel": kernel,
-        "target": r.target.name(),
-        "evaluator": eval.name(),
-        "space": r.space_size,
-        "tried": r.tried,
-        "pruned": r.pruned,
-        "aot": r.aot,
-        "ray": r.ray.as_ref().map(|u| u.json()),
-        "refused": r.refused.iter().map(|(c, m)| serde_json::json!({"config": c, "message": m})).collect::<Vec<_>>(),
-        "ranked": r.ranked.len(),
-        "best": r.ranked.iter().take(SHOWN).map(cand).collect::<Vec<_>>(),
-        "default": default.map(|(pos, c)| {
-            let mut v = cand(c);
-            v["rank"] = (pos + 1).into();
-            if pos > 0 {
-                v["why_slower"] = why_lost(c, &r.ranked[0], eval).into();
-            }
-            v
-        }),
-        "cache": r.cache_path.as_ref().map(|p| p.display().to_string()),
-        "points": points,
-    })
-}
-
-/// The work the model saw, per call: counted on the `--in` inputs
-/// (`counted`) or from the IR.
-fn work_json(w: &pk_runtime::tune::work::Work) -> serde_json::Value {
-    let (dots, vector_ops, transcendentals) = w.per_call();
-    serde_json::json!({
-        "counted": w.counted,
-        "approximate": w.approximate,
-        "grid_steps": w.steps,
-        "dots": dots.iter().map(|d| serde_json::json!({
-            "dtype": d.dtype.name(), "m": d.m, "n": d.n, "k": d.k, "count": d.count,
-        })).collect::<Vec<_>>(),
-        "vector_ops": vector_ops,
-        "transcendentals": transcendentals,
-        "bytes_in": w.bytes_in,
-        "bytes_out": w.bytes_out,
-        "dma_bytes": w.dma_bytes,
-    })
-}
-
-/// A configuration ready to be timed on the CPU reference.
-pub struct CpuRun {
-    kernel: CpuKernel,
-    inputs: Vec<Arc<HostArray>>,
-}
-
-impl CpuRun {
-    /// `None` when the configuration has no CPU reference or its inputs
-    /// cannot be made.
-    pub fn prepare(c: &Candidate, given: &[(String, PathBuf)]) -> Option<CpuRun> {
-        let (wasm, manifest) = c.built.package.cpu_reference.clone()?;
-        let kernel = CpuKernel::new(&wasm, manifest, false).ok()?;
-        let (arrays, _) = super::bench::inputs(&kernel, given).ok()?;
-        Some(CpuRun {
-            kernel,
-            inputs: arrays.into_iter().map(Arc::new).collect(),
-        })
-    }
-
-    /// The median time of `repeats` runs after one warm-up, seconds.
-    pub fn median(&self, repeats: u32) -> Option<f64> {
-        let opts = RunOptions::default();
-        self.kernel.run_measured(&self.inputs, &opts).ok()?;
-        let mut times = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            self.kernel.run_measured(&self.inputs, &opts).ok()?;
-            times.push(t.elapsed().as_secs_f64());
-        }
-        times.sort_by(f64::total_cmp);
-        Some(times[times.len() / 2])
-    }
 }

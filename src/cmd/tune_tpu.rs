@@ -13,7 +13,8 @@
 
 use super::build::print_diagnostic;
 use super::common::{pjrt_exit_code, EXIT_USAGE};
-use super::tune::{module_of, Candidate, TuneError};
+use super::tune::TuneError;
+use super::tune_sweep::{module_of, Candidate, NotTimed};
 use super::ui::ui;
 use pk_lowering::wasm::abi::Role;
 use pk_runtime::cpu::CpuKernel;
@@ -56,8 +57,9 @@ impl Device {
     }
 
     /// Compiles and loads every candidate, and copies its inputs to the
-    /// device; a candidate that fails either is left out of the ranking,
-    /// as one the CPU reference cannot run is under `--eval cpu`.
+    /// device; a candidate that fails either is left out of the ranking
+    /// with the reason, as one the CPU reference cannot run is under
+    /// `--eval cpu`.
     pub fn prepare<'d>(&'d self, built: &[Candidate], given: &[(String, PathBuf)]) -> Loaded<'d> {
         let mut loaded = Loaded {
             sets: Vec::new(),
@@ -82,14 +84,21 @@ impl Device {
         c: &Candidate,
         given: &[(String, PathBuf)],
         sets: &mut Vec<InputSet<'d>>,
-    ) -> Option<(LoadedExecutable<'d>, usize)> {
-        let stablehlo = module_of(c, self.target).ok()?;
-        let exe = self.client.compile(self.target, stablehlo).ok()?;
+    ) -> Result<(LoadedExecutable<'d>, usize), String> {
+        let stablehlo = module_of(c, self.target)?;
+        let exe = self
+            .client
+            .compile(self.target, stablehlo)
+            .map_err(|e| e.to_string())?;
         // The inputs are made as `pkc bench` makes them, from the operand
         // table of the candidate's CPU reference: the same table (names,
         // roles, dtypes, shapes) makes the same arrays, so a set is made,
         // read and copied once for all candidates that share it.
-        let (wasm, manifest) = c.built.package.cpu_reference.as_ref()?;
+        let (wasm, manifest) = c.built.package.cpu_reference.as_ref().ok_or_else(|| {
+            c.no_cpu_reference
+                .clone()
+                .unwrap_or_else(|| "PK3012: no CPU reference to make inputs from".into())
+        })?;
         let signature: Vec<Operand> = manifest
             .operands
             .iter()
@@ -97,18 +106,18 @@ impl Device {
             .map(|o| (o.name.clone(), o.role, o.dtype.clone(), o.shape.clone()))
             .collect();
         if let Some(i) = sets.iter().position(|s| s.signature == signature) {
-            return Some((exe, i));
+            return Ok((exe, i));
         }
-        let kernel = CpuKernel::new(wasm, manifest.clone(), false).ok()?;
-        let (arrays, _) = super::bench::inputs(&kernel, given).ok()?;
+        let kernel = CpuKernel::new(wasm, manifest.clone(), false).map_err(|e| e.to_string())?;
+        let (arrays, _) = super::bench::inputs(&kernel, given).map_err(|e| e.to_string())?;
         let buffers = kernel
             .inputs()
             .zip(&arrays)
             .map(|((_, o), a)| exe.upload(&o.name, a))
             .collect::<Result<Vec<_>, _>>()
-            .ok()?;
+            .map_err(|e| e.to_string())?;
         sets.push(InputSet { signature, buffers });
-        Some((exe, sets.len() - 1))
+        Ok((exe, sets.len() - 1))
     }
 }
 
@@ -125,27 +134,32 @@ struct InputSet<'d> {
 /// The candidates loaded on the TPU, with their inputs there.
 pub struct Loaded<'d> {
     sets: Vec<InputSet<'d>>,
-    /// Per candidate, its executable and input set, or `None`.
-    runs: Vec<Option<(LoadedExecutable<'d>, usize)>>,
+    /// Per candidate, its executable and input set, or why not.
+    runs: Vec<Result<(LoadedExecutable<'d>, usize), String>>,
 }
 
 impl Loaded<'_> {
     /// Candidate `i`'s median of `repeats` timed executions after one
-    /// warm-up, seconds; `None` when it was not loaded or an execution
+    /// warm-up, seconds; why not, when it was not loaded or an execution
     /// fails.
-    pub fn median(&self, i: usize, repeats: u32) -> Option<f64> {
-        let (exe, set) = self.runs.get(i)?.as_ref()?;
+    pub fn median(&self, i: usize, repeats: u32) -> Result<f64, NotTimed> {
+        let failed = |m: String| NotTimed::Failed(m);
+        let (exe, set) = match self.runs.get(i) {
+            Some(Ok(r)) => r,
+            Some(Err(why)) => return Err(failed(why.clone())),
+            None => return Err(failed("not loaded".into())),
+        };
         let args: Vec<&DeviceBuffer<'_>> = self.sets[*set].buffers.iter().collect();
-        exe.execute(&args).ok()?;
+        exe.execute(&args).map_err(|e| failed(e.to_string()))?;
         let mut times = Vec::with_capacity(repeats.max(1) as usize);
         for _ in 0..repeats.max(1) {
             let t = Instant::now();
-            let outputs = exe.execute(&args).ok()?;
+            let outputs = exe.execute(&args).map_err(|e| failed(e.to_string()))?;
             times.push(t.elapsed().as_secs_f64());
             // Freed on the device after the clock has stopped.
             drop(outputs);
         }
         times.sort_by(f64::total_cmp);
-        Some(times[times.len() / 2])
+        Ok(times[times.len() / 2])
     }
 }

@@ -52,17 +52,12 @@ impl fmt::Display for ApiVersion {
 /// `${PK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pk}/libtpu/<version>/libtpu.so`.
 /// `None` when neither variable nor a home directory is set.
 pub fn cache_libtpu_path() -> Option<PathBuf> {
-    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let root = match non_empty("PK_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            let cache = non_empty("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-            cache.join("pk")
-        }
-    };
-    Some(root.join("libtpu").join(LIBTPU_VERSION).join("libtpu.so"))
+    Some(
+        crate::cache_root()?
+            .join("libtpu")
+            .join(LIBTPU_VERSION)
+            .join("libtpu.so"),
+    )
 }
 
 /// Decides which libtpu to load: `explicit`, else `$PK_LIBTPU`, else the

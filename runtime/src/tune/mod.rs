@@ -1,16 +1,19 @@
 //! Autotuning: the space a kernel's tunable parameters declare
 //! ([`space`]), the work of one configuration counted from its Tile IR
 //! ([`work`]), a performance model per TPU generation ([`model`]), a
-//! budgeted search ([`search`]) and the cache of results ([`cache`]).
+//! budgeted search ([`search`]), the report of a tuning ([`report`]) and
+//! the cache of results ([`cache`]).
 //!
 //! `pkc tune` drives them: it enumerates or samples the space, prunes with
 //! the checker, compiles the survivors with libtpu, ranks them with one
-//! evaluator and caches the best; `pkc build --tuned` and `pkc run
-//! --tuned` read the cache.
+//! evaluator and caches the best with its report; `pkc build --tuned` and
+//! `pkc run --tuned` read the cache, and an identical `pkc tune` prints the
+//! cached report.
 
 pub mod cache;
 pub mod count;
 pub mod model;
+pub mod report;
 pub mod search;
 pub mod space;
 pub mod work;
@@ -29,16 +32,16 @@ pub const EXPLANATIONS: &[Explanation] = &[
     Explanation {
         code: "PK6002",
         title: "every-configuration-pruned",
-        what: "Every configuration `pkc tune` tried was rejected by the checker (or by libtpu), so none is left to rank.",
-        why: "The report lists how many configurations each diagnostic code rejected; usually the shapes given with `-p` are not multiples of any candidate block size, or every candidate overflows VMEM for the target.",
-        example: "pkc tune kernels/matmul.pk -p M=1000 -t v5e   // error: no block divides 1000\npkc tune kernels/matmul.pk -p M=1024 -t v5e",
+        what: "No configuration `pkc tune` tried could be ranked: the checker rejected each one, libtpu refused it, its timed run did not finish within `--timeout`, or the evaluator could not run it.",
+        why: "The message counts each cause and the report lists every configuration that was not ranked with its reason. Usually the shapes given with `-p` are not multiples of any candidate block size, every candidate overflows VMEM for the target, or (`--eval cpu`) the kernel does not finish on the CPU reference within the limit of each run.",
+        example: "pkc tune kernels/matmul.pk -p M=1000 -t v5e   // error: no block divides 1000\npkc tune kernels/matmul.pk -p M=1024 -t v5e\npkc tune k.pk --eval cpu --timeout 1   // error: 2 timed out after 1 s\npkc tune k.pk --eval cpu --timeout 60",
     },
     Explanation {
         code: "PK6003",
         title: "tuning-cache-unwritable",
-        what: "`pkc tune` could not write its result to the tuning cache directory.",
-        why: "Results are written to `--tuned-cache DIR`, else `$PK_TUNE_CACHE`, else `~/.cache/pk/tune`, atomically (a temporary file renamed into place); the directory must be creatable and writable.",
-        example: "pkc tune k.pk --tuned-cache /proc/x   // error\npkc tune k.pk --tuned-cache /tmp/pk-tune",
+        what: "`pkc tune` cannot write to the tuning cache directory; it checks before it tunes anything.",
+        why: "Results are written to `--tuned-cache DIR`, else `$PK_TUNE_CACHE`, else `tune` under pk's cache root (`$PK_CACHE_DIR`, else `$XDG_CACHE_HOME/pk`, else `~/.cache/pk`), atomically (a temporary file renamed into place); the directory must be creatable and writable, and one of those must be set.",
+        example: "pkc tune k.pk --tuned-cache /proc/x   // error, before any configuration is built\npkc tune k.pk --tuned-cache /tmp/pk-tune",
     },
     Explanation {
         code: "PK6004",
@@ -67,5 +70,12 @@ pub const EXPLANATIONS: &[Explanation] = &[
         what: "A Ray task of `pkc tune --ray` failed on its node: pkc was not found there, libtpu could not be loaded, or the task died.",
         why: "Each task runs `pkc tune-worker` on its node with pkc at the same path as on the machine that started the sweep (or `$PK_RAY_PKC`), and libtpu where that pkc finds it (`$PK_LIBTPU` or pk's cache); the message names the node.",
         example: "pkc tune k.pk --ray head:6379   // error: no pkc at /opt/pk/bin/pkc on host worker-3\nPK_RAY_PKC=/shared/pk/bin/pkc pkc tune k.pk --ray head:6379",
+    },
+    Explanation {
+        code: "PK6008",
+        title: "damaged-tuning-cache-entry",
+        what: "A warning: the tuning cache holds a file for this request that is not a usable entry. It cannot be read, is not an entry's JSON, was written for another request (another kernel, target, evaluator, source or value of a parameter that is not tuned), or its best configuration sets a parameter that is not tuned or a value that is not a candidate. The file is not used.",
+        why: "An entry's file name is the hash of its request, and its contents say which request it answers; a file whose contents disagree was damaged, edited or copied over another. Using it could change a parameter the request fixed (a shape or dtype), so `pkc tune` tunes again and replaces it, and `pkc build --tuned` and `pkc run --tuned` use the defaults (or an entry of another evaluator) and say so.",
+        example: "pkc build --tuned kernels/matmul.pk   // warning[PK6008]: ... written for the fixed parameters `M=2048 ...`, not `M=1024 ...`\npkc tune kernels/matmul.pk              // replaces the entry",
     },
 ];

@@ -6,22 +6,44 @@
 //!
 //! A deterministic evaluator (the model) needs one round; the search then
 //! ranks every configuration once.
+//!
+//! invariant: every configuration ends either ranked (with its last time)
+//! or failed (with the reason of its last evaluation), never both, never
+//! neither.
 
-/// The evaluation of each configuration (index into the input) with its
-/// last measured time, best first. `eval(i, repeats)` returns seconds, or
-/// `None` for a configuration that failed (dropped).
-pub fn successive_halving(
+/// The outcome of a search: configurations are indices into its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Halving<E> {
+    /// The configurations that were timed, with their last time, best
+    /// first: the survivors of the last round, then those dropped by
+    /// earlier rounds by their last time.
+    pub ranked: Vec<(usize, f64)>,
+    /// The configurations whose last evaluation failed, in index order,
+    /// with why.
+    pub failed: Vec<(usize, E)>,
+}
+
+/// Ranks `n` configurations. `eval(i, repeats)` returns seconds, or why
+/// configuration `i` could not be evaluated (it is then dropped).
+pub fn successive_halving<E>(
     n: usize,
     deterministic: bool,
     max_repeats: u32,
-    mut eval: impl FnMut(usize, u32) -> Option<f64>,
-) -> Vec<(usize, f64)> {
+    mut eval: impl FnMut(usize, u32) -> Result<f64, E>,
+) -> Halving<E> {
     let mut alive: Vec<usize> = (0..n).collect();
     let mut last: Vec<Option<f64>> = vec![None; n];
+    let mut failed: Vec<(usize, E)> = Vec::new();
     let mut repeats = 1u32;
     loop {
         for &i in &alive {
-            last[i] = eval(i, repeats);
+            match eval(i, repeats) {
+                Ok(t) => last[i] = Some(t),
+                Err(e) => {
+                    last[i] = None;
+                    failed.push((i, e));
+                }
+            }
         }
         alive.retain(|&i| last[i].is_some());
         alive.sort_by(|&a, &b| {
@@ -36,8 +58,6 @@ pub fn successive_halving(
         alive.truncate(alive.len().div_ceil(2));
         repeats *= 2;
     }
-    // The survivors first (in their final order), then the configurations
-    // dropped by earlier rounds, by their last time.
     let mut rest: Vec<usize> = (0..n)
         .filter(|i| last[*i].is_some() && !alive.contains(i))
         .collect();
@@ -46,9 +66,13 @@ pub fn successive_halving(
             .unwrap_or(f64::INFINITY)
             .total_cmp(&last[b].unwrap_or(f64::INFINITY))
     });
-    alive
-        .into_iter()
-        .chain(rest)
-        .filter_map(|i| last[i].map(|t| (i, t)))
-        .collect()
+    failed.sort_by_key(|(i, _)| *i);
+    Halving {
+        ranked: alive
+            .into_iter()
+            .chain(rest)
+            .filter_map(|i| last[i].map(|t| (i, t)))
+            .collect(),
+        failed,
+    }
 }

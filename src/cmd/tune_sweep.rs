@@ -1,0 +1,469 @@
+//! One target's sweep of `pkc tune`: every configuration tried is built by
+//! the checker for the target (which prunes what breaks the TPU's rules and
+//! the kernel's `where`), the survivors are compiled by libtpu (here on
+//! `--jobs` threads, or on a Ray cluster) and ranked by one evaluator.
+//!
+//! invariant: every configuration tried ends in exactly one state, in the
+//! order tried: pruned (with the code of the first error), refused by
+//! libtpu (with its reason), timed out or failed in the evaluator (with
+//! its reason), or ranked (with its time). Nothing is dropped without a
+//! reason the report can show.
+
+use super::tune::{Args, Eval};
+use super::tune_inputs::{count_arrays, Given};
+use super::tune_ray::{self, RayError, RayUse};
+use super::ui::progress;
+use pk_runtime::cpu::Error as CpuError;
+use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
+use pk_runtime::pjrt::{MemoryStats, PjrtError, Plugin, TpuTarget};
+use pk_runtime::tune::model::{self, Generation, Prediction};
+use pk_runtime::tune::report::Status;
+use pk_runtime::tune::space::{Config, Space};
+use pk_runtime::tune::{count, search, work};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// What became of one configuration before the ranking.
+pub(super) enum Outcome {
+    /// The checker (or lowering) rejected it: the first error's code.
+    Pruned(String),
+    /// The `--in` arrays do not fit it (a missing, unknown or misshapen
+    /// operand): counted with the pruned, under the error's code.
+    BadInput(Box<CpuError>),
+    /// libtpu refused it: its message's first line.
+    Refused(String),
+    Built(Box<Candidate>),
+}
+
+/// Why the evaluator has no time for a built configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotTimed {
+    /// A timed run did not finish within `--timeout`.
+    TimedOut(String),
+    /// It could not be run or timed (no CPU reference, a failed run).
+    Failed(String),
+}
+
+pub struct Candidate {
+    pub config: Config,
+    pub built: BuiltKernel,
+    /// Why the candidate has no CPU reference, when it has none (the
+    /// PK3012 warning of its build).
+    pub no_cpu_reference: Option<String>,
+    pub code_bytes: Option<u64>,
+    pub memory: Option<MemoryStats>,
+    pub work: work::Work,
+    pub prediction: Prediction,
+    /// The evaluator's time, seconds.
+    pub seconds: f64,
+}
+
+/// The result of one target's sweep.
+pub struct TargetResult {
+    pub target: TpuTarget,
+    pub space: Space,
+    pub tried: usize,
+    pub pruned: BTreeMap<String, usize>,
+    /// Configurations libtpu refused, and those the evaluator could not
+    /// time, described (`bm=.. bn=..`) with the reason.
+    pub refused: Vec<(String, String)>,
+    pub timed_out: Vec<(String, String)>,
+    pub failed: Vec<(String, String)>,
+    /// Ranked, best first.
+    pub ranked: Vec<Candidate>,
+    pub default: Option<Config>,
+    /// Whether libtpu compiled the survivors (not under `--no-aot`).
+    pub aot: bool,
+    /// Every configuration tried, in the order tried.
+    pub points: Vec<(Config, Status)>,
+    /// The first `--in` error, shown when it pruned every configuration.
+    pub input_error: Option<Box<CpuError>>,
+    /// Where the compiles ran, under `--ray`.
+    pub ray: Option<RayUse>,
+}
+
+/// One target's configurations after the checker (and, without `--ray`,
+/// libtpu): built candidates wait for the ranking, or for their compile.
+pub(super) struct Staged {
+    pub target: TpuTarget,
+    configs: Vec<Config>,
+    outcomes: Vec<Outcome>,
+}
+
+/// Checks and lowers every configuration tried for `target` and, with a
+/// plugin, compiles the survivors, on `--jobs` threads.
+pub(super) fn stage(
+    a: &Args,
+    name: &str,
+    space: &Space,
+    target: TpuTarget,
+    plugin: Option<&'static Plugin>,
+    given: &Given,
+) -> Staged {
+    let configs = space.choose(a.budget, a.seed);
+    let jobs = a
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, configs.len().max(1));
+    let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
+    bar.set_message(if plugin.is_some() {
+        "checking and compiling"
+    } else {
+        "checking"
+    });
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    let g = Generation::of(target);
+    // Each worker takes the next configuration: check and lower it for the
+    // target, then compile it with libtpu.
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(c) = configs.get(i) else { break };
+                let mut o = lower(a, space, c, target, g, given);
+                if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
+                    let compiled =
+                        module_of(cand, target).and_then(|m| compile_module(p, target, m));
+                    o = with_compile(o, compiled);
+                }
+                outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, o));
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcomes.sort_by_key(|(i, _)| *i);
+    Staged {
+        target,
+        configs,
+        outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
+    }
+}
+
+/// Sends the compiles of every staged target's candidates to the Ray
+/// cluster at `address`, and records what came back.
+pub(super) fn compile_on_ray(
+    address: &str,
+    libtpu: Option<&Path>,
+    name: &str,
+    staged: &mut [Staged],
+) -> Result<RayUse, RayError> {
+    let mut at = Vec::new();
+    let mut jobs = Vec::new();
+    let mut missing = Vec::new();
+    for (t, st) in staged.iter().enumerate() {
+        for (i, o) in st.outcomes.iter().enumerate() {
+            if let Outcome::Built(c) = o {
+                match module_of(c, st.target) {
+                    Ok(module) => {
+                        at.push((t, i));
+                        jobs.push(tune_ray::Job {
+                            target: st.target,
+                            module,
+                        });
+                    }
+                    Err(m) => missing.push(((t, i), Err(m))),
+                }
+            }
+        }
+    }
+    let bar = progress(jobs.len() as u64, &format!("tune {name} on Ray"));
+    bar.set_message(format!("connecting to {address}"));
+    let (compiled, used) = tune_ray::compile(address, libtpu, &jobs, &bar)?;
+    bar.finish_and_clear();
+    drop(jobs);
+    for ((t, i), r) in at.into_iter().zip(compiled).chain(missing) {
+        let o = std::mem::replace(&mut staged[t].outcomes[i], Outcome::Pruned(String::new()));
+        staged[t].outcomes[i] = with_compile(o, r);
+    }
+    Ok(used)
+}
+
+/// The StableHLO module libtpu compiles for a built candidate.
+pub(super) fn module_of(c: &Candidate, target: TpuTarget) -> Result<&str, String> {
+    c.built
+        .package
+        .stablehlo_for(target)
+        .ok_or_else(|| format!("no StableHLO for {target}"))
+}
+
+/// A built candidate with libtpu's result: its code size and memory, or
+/// its refusal.
+fn with_compile(o: Outcome, compiled: tune_ray::Compiled) -> Outcome {
+    match (o, compiled) {
+        (Outcome::Built(mut c), Ok((code, memory))) => {
+            c.code_bytes = Some(code);
+            c.memory = memory;
+            Outcome::Built(c)
+        }
+        (Outcome::Built(_), Err(m)) => Outcome::Refused(m),
+        (o, _) => o,
+    }
+}
+
+/// Ranks one staged target's candidates.
+pub(super) fn finish(
+    a: &Args,
+    space: &Space,
+    st: Staged,
+    aot: bool,
+    ray: Option<RayUse>,
+    device: Option<&super::tune_tpu::Device>,
+) -> TargetResult {
+    let Staged {
+        target,
+        configs,
+        outcomes,
+    } = st;
+    let mut pruned: BTreeMap<String, usize> = BTreeMap::new();
+    let mut refused = Vec::new();
+    let mut built: Vec<Candidate> = Vec::new();
+    // The configurations' states, `None` for a built one until it is ranked.
+    let mut states: Vec<Option<Status>> = Vec::new();
+    let mut input_error = None;
+    for (i, o) in outcomes.into_iter().enumerate() {
+        let status = match o {
+            Outcome::Pruned(code) => {
+                *pruned.entry(code.clone()).or_default() += 1;
+                Some(Status::Pruned { code })
+            }
+            Outcome::BadInput(e) => {
+                let code =
+                    miette::Diagnostic::code(e.as_ref()).map_or("?".to_string(), |c| c.to_string());
+                *pruned.entry(code.clone()).or_default() += 1;
+                input_error.get_or_insert(e);
+                Some(Status::Pruned { code })
+            }
+            Outcome::Refused(m) => {
+                refused.push((space.describe(&configs[i]), m.clone()));
+                Some(Status::Refused { message: m })
+            }
+            Outcome::Built(c) => {
+                built.push(*c);
+                None
+            }
+        };
+        states.push(status);
+    }
+    let (ranked, not_timed) = rank(a, built, target, device);
+    let (mut timed_out, mut failed) = (Vec::new(), Vec::new());
+    for (config, why) in not_timed {
+        let shown = space.describe(&config);
+        let status = match why {
+            NotTimed::TimedOut(m) => {
+                timed_out.push((shown, m.clone()));
+                Status::TimedOut { message: m }
+            }
+            NotTimed::Failed(m) => {
+                failed.push((shown, m.clone()));
+                Status::Failed { message: m }
+            }
+        };
+        if let Some(i) = configs.iter().position(|c| *c == config) {
+            states[i] = Some(status);
+        }
+    }
+    for c in &ranked {
+        if let Some(i) = configs.iter().position(|x| *x == c.config) {
+            states[i] = Some(Status::Ranked { seconds: c.seconds });
+        }
+    }
+    let points = configs
+        .iter()
+        .zip(states)
+        .map(|(c, s)| {
+            // Every built candidate is ranked or not timed (search.rs).
+            let s = s.unwrap_or_else(|| Status::Failed {
+                message: "not evaluated".into(),
+            });
+            (c.clone(), s)
+        })
+        .collect();
+    TargetResult {
+        points,
+        input_error,
+        target,
+        space: space.clone(),
+        tried: configs.len(),
+        pruned,
+        refused,
+        timed_out,
+        failed,
+        ranked,
+        default: space.default_config(),
+        aot,
+        ray,
+    }
+}
+
+/// Checks and lowers one configuration, and predicts its time; libtpu has
+/// not seen it yet.
+fn lower(
+    a: &Args,
+    space: &Space,
+    c: &Config,
+    target: TpuTarget,
+    g: &Generation,
+    given: &Given,
+) -> Outcome {
+    let mut params = a.params.clone();
+    params.extend(space.params(c));
+    let opts = BuildOptions {
+        targets: vec![target],
+        params,
+        kernel: a.kernel.clone(),
+        // `--eval tpu` makes its inputs from the CPU reference's operands.
+        cpu_reference: a.eval != Eval::Model,
+        ..Default::default()
+    };
+    let b = match build::build_file(&a.file, &opts) {
+        Ok(b) => b,
+        Err(f) => {
+            let code = f
+                .diags
+                .iter()
+                .find(|d| d.is_error())
+                .map_or("?".to_string(), |d| d.code.code.to_string());
+            return Outcome::Pruned(code);
+        }
+    };
+    let no_cpu_reference = b
+        .warnings
+        .iter()
+        .find(|d| d.code.code == "PK3012")
+        .map(|d| format!("PK3012: {}", d.message));
+    let Some(built) = b.kernels.into_iter().next() else {
+        return Outcome::Pruned("?".into());
+    };
+    // With `--in`, the work the grid really does on those inputs; without,
+    // the same for a kernel whose control reads no array (a causal skip
+    // depends on the grid indices alone); else the static count (also for
+    // a grid too large to count). Inputs that do not fit this configuration
+    // prune it before libtpu is asked.
+    let w = if given.is_empty() {
+        if count::read_operands(&built.kernel).is_empty() {
+            count::count(&built.kernel, &count::Arrays::new())
+                .unwrap_or_else(|| work::count(&built.kernel))
+        } else {
+            work::count(&built.kernel)
+        }
+    } else {
+        match count_arrays(&built.kernel, given) {
+            Ok(arrays) => {
+                count::count(&built.kernel, &arrays).unwrap_or_else(|| work::count(&built.kernel))
+            }
+            Err(e) => return Outcome::BadInput(Box::new(e)),
+        }
+    };
+    let prediction = model::predict(g, &w);
+    Outcome::Built(Box::new(Candidate {
+        config: c.clone(),
+        built,
+        no_cpu_reference,
+        code_bytes: None,
+        memory: None,
+        work: w,
+        seconds: prediction.seconds,
+        prediction,
+    }))
+}
+
+/// Compiles one configuration's StableHLO for `target` with libtpu: its
+/// generated code bytes and memory, or libtpu's refusal. Each thread
+/// compiles on its own topology; libtpu's compiler is thread-safe, and the
+/// shared stderr capture of `compile_logged` would serialise the workers.
+pub(super) fn compile_module(
+    plugin: &'static Plugin,
+    target: TpuTarget,
+    stablehlo: &str,
+) -> tune_ray::Compiled {
+    plugin
+        .topology(target)
+        .and_then(|t| t.compile(stablehlo))
+        .map(|ck| (ck.generated_code_bytes, ck.memory_stats))
+        .map_err(|e| refusal(&e))
+}
+
+/// libtpu's reason for refusing a configuration, on one line: its status
+/// and the first line of its message (e.g. `RESOURCE_EXHAUSTED: ... Ran out
+/// of memory in memory space vmem. Used 17.00M of 16.00M vmem.`).
+fn refusal(e: &PjrtError) -> String {
+    let line = |m: &str| {
+        m.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(240)
+            .collect::<String>()
+    };
+    match e {
+        PjrtError::Compile {
+            status, message, ..
+        } => format!("{status}: {}", line(message)),
+        other => line(&other.to_string()),
+    }
+}
+
+/// Orders the candidates by the evaluator, best first; the candidates the
+/// evaluator cannot time (no CPU reference, a failed run, a run past
+/// `--timeout`, not loadable on the TPU) come back apart, with why.
+fn rank(
+    a: &Args,
+    built: Vec<Candidate>,
+    target: TpuTarget,
+    device: Option<&super::tune_tpu::Device>,
+) -> (Vec<Candidate>, Vec<(Config, NotTimed)>) {
+    let det = a.eval == Eval::Model;
+    let mut cpu: Vec<Result<super::tune_cpu::CpuRun, NotTimed>> = Vec::new();
+    let tpu = device.map(|d| d.prepare(&built, &a.inputs));
+    if a.eval == Eval::Cpu {
+        let bar = progress(built.len() as u64, &format!("time {target} on CPU"));
+        let timeout = a.timeout().0;
+        for c in &built {
+            cpu.push(match &c.no_cpu_reference {
+                Some(why) => Err(NotTimed::Failed(why.clone())),
+                None => super::tune_cpu::CpuRun::prepare(&c.built.package, &a.inputs, timeout),
+            });
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    let order = search::successive_halving(built.len(), det, 8, |i, repeats| {
+        if det {
+            Ok(built[i].prediction.seconds)
+        } else if let Some(t) = &tpu {
+            t.median(i, repeats)
+        } else {
+            match cpu.get(i) {
+                Some(Ok(run)) => run.median(repeats),
+                Some(Err(why)) => Err(why.clone()),
+                None => Err(NotTimed::Failed("not prepared".into())),
+            }
+        }
+    });
+    let mut slots: Vec<Option<Candidate>> = built.into_iter().map(Some).collect();
+    let not_timed = order
+        .failed
+        .into_iter()
+        .filter_map(|(i, why)| Some((slots[i].as_ref()?.config.clone(), why)))
+        .collect();
+    let ranked = order
+        .ranked
+        .into_iter()
+        .filter_map(|(i, t)| {
+            let mut c = slots[i].take()?;
+            c.seconds = t;
+            Some(c)
+        })
+        .collect();
+    (ranked, not_timed)
+}
