@@ -188,6 +188,23 @@ fn each_package_code_is_reported_by_verify_and_run() {
             "PK3011",
             Box::new(|d: &Path| edit_manifest(d, |m| m["operands"][0]["shape"][0] = 32.into())),
         ),
+        (
+            // A block size of the side table edited, its hash recomputed.
+            "PK3013",
+            Box::new(|d: &Path| {
+                let path = d.join("kernel.wasm.json");
+                let mut c: serde_json::Value =
+                    serde_json::from_slice(&fs::read(&path).expect("read")).expect("JSON");
+                c["operands"][0]["block"][0] = 16.into();
+                let bytes = serde_json::to_vec_pretty(&c).expect("serialize");
+                fs::write(&path, &bytes).expect("write");
+                let sha = pk_runtime::package::sha256_hex(&bytes);
+                edit_manifest(d, |m| {
+                    m["files"]["kernel.wasm.json"] =
+                        serde_json::json!({"sha256": sha, "bytes": bytes.len()});
+                });
+            }),
+        ),
     ];
     for (expected, damage) in cases {
         let out = TempDir::new("pkg-codes");
