@@ -649,3 +649,56 @@ fn a_package_read_while_it_is_rebuilt_is_one_build_whole() {
         "no temporary directory remains"
     );
 }
+
+/// A file of two kernels built together with a `-p` value only one of them
+/// takes: both packages open, each built again as the build built it (all
+/// of the file's kernels, the value applying where it is taken).
+#[test]
+fn a_value_for_one_kernel_of_a_file_does_not_stop_the_other_opening() {
+    let src = scratch();
+    let add = fs::read_to_string(add_pk()).expect("read add.pk");
+    let file = src.path().join("two.pk");
+    fs::write(
+        &file,
+        format!(
+            "{add}\nkernel twice<M = 16, N = 256, bm = 8, bn = 128, Q = 2>(\n    \
+             x: f32[M, N] block [bm, bn] at (i, j),\n) -> z: f32[M, N] block [bm, bn] at (i, j)\n\
+             grid (i in M / bm parallel, j in N / bn parallel)\n{{\n    z[..] = x[..] + x[..];\n}}\n"
+        ),
+    )
+    .expect("write");
+    let opts = BuildOptions {
+        params: [
+            ("Q", "3"),
+            ("M", "32"),
+            ("N", "256"),
+            ("bm", "8"),
+            ("bn", "128"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect(),
+        ..BuildOptions::default()
+    };
+    let built = match build_file(&file, &opts) {
+        Ok(b) => b,
+        Err(f) => panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)),
+    };
+    assert_eq!(built.kernels.len(), 2);
+    let out = scratch();
+    for k in &built.kernels {
+        let dir = out.path().join(&k.dir_name);
+        k.package.write(&dir).expect("write");
+        let p = Package::open(&dir).expect("opens");
+        assert_eq!(p.manifest().operands[0].shape, [32, 256]);
+    }
+    // The kernel that takes `Q` was built with 3.
+    let twice = Package::open(out.path().join("twice-M32-N256-bm8-bn128-Q3")).expect("opens");
+    let q = twice
+        .manifest()
+        .params
+        .iter()
+        .find(|p| p.name == "Q")
+        .expect("Q");
+    assert_eq!(q.value.to_string(), "3");
+}

@@ -77,17 +77,29 @@ pub(super) fn check(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    let built = build_embedded(&sources, &source, &opts).map_err(|f| {
-        let first = f
-            .diags
-            .first()
-            .map_or("no diagnostic", |d| d.message.as_str());
-        format!("its source does not build ({first})")
-    })?;
-    let [kernel] = built.kernels.as_slice() else {
+    // The build chose this kernel with `--kernel`, or built every kernel of
+    // the file; a `-p` value then needs only some kernel to take it, so a
+    // build of this kernel alone can refuse a value meant for another.
+    let built = match build_embedded(&sources, &source, &opts) {
+        Ok(b) => b,
+        Err(alone) => {
+            let every = BuildOptions {
+                kernel: None,
+                ..opts.clone()
+            };
+            build_embedded(&sources, &source, &every).map_err(|_| {
+                let first = alone
+                    .diags
+                    .first()
+                    .map_or("no diagnostic", |d| d.message.as_str());
+                format!("its source does not build ({first})")
+            })?
+        }
+    };
+    let mut named = built.kernels.iter().filter(|k| k.kernel.name == m.kernel);
+    let (Some(kernel), None) = (named.next(), named.next()) else {
         return Err(format!(
-            "its source has {} kernels named `{}`",
-            built.kernels.len(),
+            "its source does not have one kernel named `{}`",
             m.kernel
         ));
     };
