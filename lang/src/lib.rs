@@ -76,6 +76,55 @@ pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Modu
     compile_in(name, text, None, opts)
 }
 
+/// Compiles a kernel again from the sources a kernel package carries (its
+/// CPU reference's side table): `files` are every file the build loaded,
+/// the root first, by the names they were loaded under, so that the
+/// result's source map and locations are the build's. Sibling modules come
+/// from `files`, never from the disk; the standard library is this pk's.
+pub fn compile_embedded(files: &[(String, String)], opts: &Options) -> Result<ir::Module, Failure> {
+    let Some((name, text)) = files.first() else {
+        let mut sources = SourceMap::new();
+        let root = sources.add("<package>", "");
+        let d = Diag::new(
+            &codes::IO_ERROR,
+            "the package carries no source file",
+            Span::new(root, 0, 0),
+        );
+        return Err(Failure {
+            diags: vec![d],
+            sources: Arc::new(sources),
+        });
+    };
+    let dir = Path::new(name).parent().map(Path::to_path_buf);
+    let modules = Loaded {
+        dir,
+        embedded: Some(files[1..].to_vec()),
+    };
+    on_compiler_stack(|| compile_here(name, text, modules.clone(), opts, Stage::Kernels)).map(|c| {
+        match c {
+            Compiled::Module(m) => m,
+            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+        }
+    })
+}
+
+/// Where `use NAME` finds sibling modules: next to the root file on disk,
+/// or among the files a package carries.
+#[derive(Clone)]
+struct Loaded {
+    dir: Option<std::path::PathBuf>,
+    embedded: Option<Vec<(String, String)>>,
+}
+
+impl Loaded {
+    fn disk(dir: Option<std::path::PathBuf>) -> Loaded {
+        Loaded {
+            dir,
+            embedded: None,
+        }
+    }
+}
+
 /// Reads and compiles a `.pk` file.
 pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
     let name = path.to_string_lossy().to_string();
@@ -144,12 +193,11 @@ fn compile_in(
     dir: Option<std::path::PathBuf>,
     opts: &Options,
 ) -> Result<ir::Module, Failure> {
-    on_compiler_stack(|| compile_here(name, text, dir.clone(), opts, Stage::Kernels)).map(|c| {
-        match c {
+    on_compiler_stack(|| compile_here(name, text, Loaded::disk(dir.clone()), opts, Stage::Kernels))
+        .map(|c| match c {
             Compiled::Module(m) => m,
             Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
-        }
-    })
+        })
 }
 
 /// The parameters of each selected kernel of `text`, checked as far as
@@ -163,12 +211,11 @@ pub fn kernel_params(
     let name = path.to_string_lossy().to_string();
     let text = read_source(path)?;
     let dir = path.parent().map(Path::to_path_buf);
-    on_compiler_stack(|| compile_here(&name, &text, dir.clone(), opts, Stage::Params)).map(|c| {
-        match c {
+    on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, Stage::Params))
+        .map(|c| match c {
             Compiled::Params(p) => p,
             Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
-        }
-    })
+        })
 }
 
 /// Runs `f` on a thread with the compiler's stack.
@@ -201,7 +248,7 @@ enum Compiled {
 fn compile_here(
     name: &str,
     text: &str,
-    dir: Option<std::path::PathBuf>,
+    modules: Loaded,
     opts: &Options,
     stage: Stage,
 ) -> Result<Compiled, Failure> {
@@ -218,7 +265,9 @@ fn compile_here(
             sources: Arc::new(sources),
         });
     }
-    let (program, mut diags) = resolve::Loader::new(&mut sources, dir).load(root);
+    let mut loader = resolve::Loader::new(&mut sources, modules.dir);
+    loader.embedded = modules.embedded;
+    let (program, mut diags) = loader.load(root);
     if diags.iter().any(|d| d.is_error()) {
         return Err(Failure {
             diags,

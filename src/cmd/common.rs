@@ -151,3 +151,15 @@ pub fn pjrt_exit_code(e: &pk_runtime::pjrt::PjrtError) -> u8 {
         _ => EXIT_ERRORS,
     }
 }
+
+/// Whether a FILE argument names a kernel package rather than a `.pk`
+/// source: a directory, or a symbolic link that cannot be followed (a loop,
+/// or a link to nothing) and does not end in `.pk`, which then fails as a
+/// package does (PK3001) rather than as an unreadable source.
+pub fn is_package_arg(path: &std::path::Path) -> bool {
+    if path.is_dir() {
+        return true;
+    }
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    is_link && std::fs::metadata(path).is_err() && path.extension().is_none_or(|e| e != "pk")
+}

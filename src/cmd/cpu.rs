@@ -131,7 +131,7 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     a.kernel.validate()?;
     let fuel = a.fuel.is_some();
-    let loaded = if file.is_dir() {
+    let loaded = if super::common::is_package_arg(file) {
         if let Some(flag) = a.kernel.source_only_flag() {
             return Err(UsageError::NotApplicable {
                 flag: flag.to_string(),

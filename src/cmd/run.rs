@@ -51,7 +51,7 @@ pub fn run(mut a: Args) -> u8 {
         return code;
     }
     if a.tuned {
-        if a.file.is_dir() {
+        if super::common::is_package_arg(&a.file) {
             return UsageError::NotApplicable {
                 flag: "--tuned".into(),
                 context: format!("to the package `{}`, which holds one built specialisation", a.file.display()),

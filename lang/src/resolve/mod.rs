@@ -113,6 +113,10 @@ pub struct Loader<'a> {
     pub sources: &'a mut SourceMap,
     /// The directory of the root file, for `use NAME` of sibling modules.
     pub dir: Option<PathBuf>,
+    /// Sibling modules by the name they were loaded under, when they come
+    /// from a kernel package rather than the disk (see
+    /// [`crate::compile_embedded`]); the disk is then never read.
+    pub embedded: Option<Vec<(String, String)>>,
     pub diags: Vec<Diag>,
     program: Program,
     by_key: HashMap<String, ModId>,
@@ -123,6 +127,7 @@ impl<'a> Loader<'a> {
         Loader {
             sources,
             dir,
+            embedded: None,
             diags: Vec::new(),
             program: Program::default(),
             by_key: HashMap::new(),
@@ -291,11 +296,21 @@ impl<'a> Loader<'a> {
             if let Some(id) = self.by_key.get(&key) {
                 return Some(*id);
             }
-            match std::fs::read(&full)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-            {
-                Some(t) => (key.clone(), key, t),
+            let found = match &self.embedded {
+                // The name it was loaded under, or else the one carried
+                // module that is this path relative to some directory.
+                Some(files) => files
+                    .iter()
+                    .find(|(n, _)| *n == key)
+                    .or_else(|| files.iter().find(|(n, _)| Path::new(n).ends_with(&rel)))
+                    .map(|(n, t)| (n.clone(), t.clone())),
+                None => std::fs::read(&full)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .map(|t| (key.clone(), t)),
+            };
+            match found {
+                Some((name, t)) => (key, name, t),
                 None => {
                     self.diags.push(
                         Diag::new(&codes::UNKNOWN_MODULE, format!("no module `{}`", path.to_string_path()), path.span)
