@@ -200,7 +200,8 @@ fn a_cpu_reference_describing_another_kernel_is_inconsistent() {
             "manifest ABI version",
             Box::new(|d: &Path| {
                 edit_json(&d.join(MANIFEST), |m| {
-                    m["cpu_reference"]["abi_version"] = 3.into()
+                    m["cpu_reference"]["abi_version"] =
+                        (pk_lowering::wasm::abi::ABI_VERSION + 1).into()
                 })
             }),
         ),

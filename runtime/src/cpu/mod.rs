@@ -625,6 +625,7 @@ impl CpuKernel {
             failed: AtomicBool::new(false),
         };
         let pins = pin::Pins::new(opts.pin, threads as usize);
+        let claims = grid::Claims::new(self, buffers);
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
             if let Some(deadline) = deadline {
                 let engine = &self.engine;
@@ -642,12 +643,12 @@ impl CpuKernel {
             }
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (sched, grab, pins) = (&sched, &grab, &pins);
+                    let (sched, grab, pins, claims) = (&sched, &grab, &pins, &claims);
                     s.spawn(move || {
                         ieee_floats();
                         pins.enter(t as usize);
                         buffers.populate(t as usize, threads as usize);
-                        let r = self.worker(buffers, sched, grab, opts, deadline);
+                        let r = self.worker(buffers, (sched, claims), grab, opts, deadline);
                         if r.is_err() {
                             grab.failed.store(true, Ordering::Relaxed);
                         }
@@ -701,7 +702,7 @@ impl CpuKernel {
     fn worker(
         &self,
         buffers: &Arc<Buffers>,
-        sched: &Schedule,
+        (sched, claims): (&Schedule, &grid::Claims),
         grab: &Grab,
         opts: &RunOptions,
         deadline: Option<Instant>,
@@ -756,7 +757,7 @@ impl CpuKernel {
                 .set_fuel(f)
                 .map_err(|e| fail(Error::Internal(e.to_string())))?;
         }
-        let mut runner = Runner::new(self, inst, sched).map_err(fail)?;
+        let mut runner = Runner::new(self, inst, sched, claims).map_err(fail)?;
         let mut out = Vec::new();
         while let Some(units) = grab.take() {
             for u in units {
