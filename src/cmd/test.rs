@@ -7,12 +7,11 @@
 //! like inputs (the output's dtype and shape), before the kernel runs.
 //! Exit 3 on any mismatch, distinct from the errors of the input (1).
 
-use super::common::{reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
+use super::common::{one_stdin, reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use super::ui;
 use clap::Args as ClapArgs;
-use pk_runtime::cpu::npy;
 use std::path::PathBuf;
 
 #[derive(ClapArgs, Debug)]
@@ -134,8 +133,9 @@ fn index_str(flat: usize, shape: &[u64]) -> String {
 }
 
 pub fn run(a: Args) -> u8 {
-    if let Err(code) =
-        reject_repeats("--in", &a.inputs).and_then(|()| reject_repeats("--expect", &a.expect))
+    if let Err(code) = reject_repeats("--in", &a.inputs)
+        .and_then(|()| reject_repeats("--expect", &a.expect))
+        .and_then(|()| one_stdin(&[("--in", &a.inputs), ("--expect", &a.expect)]))
     {
         return code;
     }
@@ -153,10 +153,7 @@ pub fn run(a: Args) -> u8 {
         let Some(info) = ops.outputs().nth(oi) else {
             return EXIT_ERRORS;
         };
-        let checked = npy::read(path).and_then(|arr| {
-            let shown = path.display().to_string();
-            pk_runtime::cpu::check_operand(name, info.dtype, &info.shape, arr, &shown)
-        });
+        let checked = pk_runtime::cpu::read_operand(name, info.dtype, &info.shape, path);
         match checked {
             Ok(arr) => expected.push(arr.to_f64()),
             Err(e) => return report_cpu(&e),
