@@ -535,3 +535,19 @@ fn overflowing_floats_are_refused() {
     assert_eq!(codes_in(&err), ["PK0005"], "{err}");
     assert!(err.contains("float literal is too large"), "{err}");
 }
+
+/// A 1 GiB source (sparse: it takes no disk) is PK0008 from its size,
+/// without being read: the check's peak memory stays far below it.
+#[test]
+fn a_huge_source_is_refused_from_its_size() {
+    let d = TempDir::new("huge-source");
+    let f = std::fs::File::create(d.path().join("big.pk")).expect("create");
+    f.set_len(1 << 30).expect("sparse");
+    drop(f);
+    let (o, peak) = peak_kib(d.path(), &["check", "big.pk"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert_eq!(codes_in(&err), ["PK0008"], "{err}");
+    assert!(err.contains("`big.pk` is 1073741824 bytes"), "{err}");
+    assert!(peak < 100 << 10, "peak {peak} KiB refusing a 1 GiB source");
+}
