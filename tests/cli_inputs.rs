@@ -551,3 +551,73 @@ fn a_huge_source_is_refused_from_its_size() {
     assert!(err.contains("`big.pk` is 1073741824 bytes"), "{err}");
     assert!(peak < 100 << 10, "peak {peak} KiB refusing a 1 GiB source");
 }
+
+/// `pkc test` compares each output with its expected array element by
+/// element, in their dtypes: a copy of 64 MiB compared with its expected
+/// file peaks at about its input, output and expected array (three times
+/// 64 MiB), not at f64 copies of both besides. The copy must match, and a
+/// changed element is reported where it is.
+#[test]
+fn test_compares_without_f64_copies() {
+    let d = TempDir::new("test-peak");
+    d.file(
+        "copy.pk",
+        b"kernel copy<M, N = 1024, bm = 256>(\n    x: f32[M, N] block [bm, N] at (i, 0),\n) -> y: f32[M, N] block [bm, N] at (i, 0)\ngrid (i in M / bm parallel)\n{\n    y[..] = x[..];\n}\n",
+    );
+    let write = |name: &str, rows: usize, bump: Option<usize>| {
+        let mut f =
+            std::io::BufWriter::new(std::fs::File::create(d.path().join(name)).expect("create"));
+        f.write_all(&npy_header("<f4", false, &[rows, 1024]))
+            .expect("header");
+        for r in 0..rows {
+            let mut row: Vec<u8> = Vec::with_capacity(4096);
+            for c in 0..1024 {
+                let mut v = (r * 1024 + c) as f32;
+                if bump == Some(r * 1024 + c) {
+                    v += 1.0;
+                }
+                row.extend_from_slice(&v.to_le_bytes());
+            }
+            f.write_all(&row).expect("row");
+        }
+    };
+    let test = |rows: usize, expect: &str| {
+        let m = format!("M={rows}");
+        let e = format!("y={expect}");
+        peak_kib(
+            d.path(),
+            &[
+                "test",
+                "copy.pk",
+                "-p",
+                &m,
+                "--in",
+                "x=x.npy",
+                "--expect",
+                &e,
+                "--threads=1",
+            ],
+        )
+    };
+    write("x.npy", 256, None);
+    let (o, small) = test(256, "x.npy");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let rows = 16384; // 64 MiB of f32
+    write("x.npy", rows, None);
+    write("e.npy", rows, Some(5 * 1024 + 7));
+    let (o, big) = test(rows, "x.npy");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let array = 64 << 10;
+    assert!(
+        big - small < 3 * array + array / 2,
+        "peak {big} KiB against {small} KiB for 64 MiB arrays"
+    );
+    let (o, _) = test(rows, "e.npy");
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("1/16777216 elements")
+            && out.contains("worst at (5, 7): got 5127, expected 5128"),
+        "{out}"
+    );
+}

@@ -59,10 +59,29 @@ pub struct Comparison {
 }
 
 /// Compares like `assert_allclose` (with `equal_nan=True`).
+#[cfg(test)]
 pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Comparison {
+    compare_by(
+        actual.len().min(expected.len()),
+        |i| actual[i],
+        |i| expected[i],
+        rtol,
+        atol,
+    )
+}
+
+/// [`compare`] over `n` elements read one at a time, so that arrays are
+/// compared in their own dtype with no f64 copy of either.
+pub fn compare_by(
+    n: usize,
+    actual: impl Fn(usize) -> f64,
+    expected: impl Fn(usize) -> f64,
+    rtol: f64,
+    atol: f64,
+) -> Comparison {
     let mut c = Comparison {
         mismatched: 0,
-        total: actual.len(),
+        total: n,
         max_abs: 0.0,
         max_rel: 0.0,
         worst: None,
@@ -70,7 +89,8 @@ pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Compar
     // The worst element: a mismatch before any match, then the largest
     // difference.
     let mut worst_key = (false, -1.0f64);
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+    for i in 0..n {
+        let (a, e) = (actual(i), expected(i));
         let ok = if a.is_nan() || e.is_nan() {
             a.is_nan() && e.is_nan()
         } else if a.is_infinite() || e.is_infinite() {
@@ -155,7 +175,7 @@ pub fn run(a: Args) -> u8 {
         };
         let checked = pk_runtime::cpu::read_operand(name, info.dtype, &info.shape, path);
         match checked {
-            Ok(arr) => expected.push(arr.to_f64()),
+            Ok(arr) => expected.push(arr),
             Err(e) => return report_cpu(&e),
         }
     }
@@ -172,9 +192,11 @@ pub fn run(a: Args) -> u8 {
     };
     let mut failed = false;
     for (((name, _), &oi), want) in a.expect.iter().zip(&outs).zip(&expected) {
-        let got = results[oi].to_f64();
-        let shape: Vec<u64> = results[oi].shape.iter().map(|&d| d as u64).collect();
-        let c = compare(&got, want, a.rtol, a.atol);
+        let got = &results[oi];
+        let shape: Vec<u64> = got.shape.iter().map(|&d| d as u64).collect();
+        // Element by element: neither array is copied to f64.
+        let n = got.len().min(want.len());
+        let c = compare_by(n, |i| got.get_f64(i), |i| want.get_f64(i), a.rtol, a.atol);
         let worst = c.worst.filter(|_| c.mismatched > 0);
         if ui::ui().json {
             ui::json_line(&serde_json::json!({
@@ -189,8 +211,8 @@ pub fn run(a: Args) -> u8 {
                 "max_rel_error": finite_or_null(c.max_rel),
                 "worst": worst.map(|w| serde_json::json!({
                     "index": unflatten(w, &shape),
-                    "got": finite_or_null(got[w]),
-                    "expected": finite_or_null(want[w]),
+                    "got": finite_or_null(got.get_f64(w)),
+                    "expected": finite_or_null(want.get_f64(w)),
                 })),
             }));
         } else if c.mismatched > 0 || !ui::ui().quiet {
@@ -199,8 +221,8 @@ pub fn run(a: Args) -> u8 {
                     format!(
                         " worst at {}: got {}, expected {}",
                         index_str(w, &shape),
-                        got[w],
-                        want[w]
+                        got.get_f64(w),
+                        want.get_f64(w)
                     )
                 })
                 .unwrap_or_default();
