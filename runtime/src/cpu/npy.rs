@@ -375,8 +375,9 @@ impl NpyReader {
         })
     }
 
-    /// Reads the data into the tail of a zeroed buffer `extra` bytes
-    /// longer, then reorders it as [`NpyReader::read`] does.
+    /// Reads the data into a buffer `extra` bytes longer, after `extra`
+    /// zero bytes; with no `extra`, puts it in order as
+    /// [`NpyReader::read`] does.
     fn read_into(mut self, extra: usize) -> Result<Vec<u8>, Error> {
         let h = &self.header;
         let bad = |reason: String| Error::BadNpy {
