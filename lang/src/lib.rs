@@ -13,6 +13,7 @@ pub mod ast;
 pub mod check;
 pub mod depth;
 pub mod diag;
+pub mod files;
 pub mod ir;
 pub mod lexer;
 pub mod parse;
@@ -146,40 +147,50 @@ pub fn read_source(path: &Path) -> Result<String, Failure> {
 
 fn read_text(path: &Path) -> Result<String, Box<Diag>> {
     let here = Span::default();
-    let bytes = std::fs::read(path).map_err(|e| {
-        Diag::new(
-            &codes::IO_ERROR,
-            format!("cannot read `{}`: {e}", path.display()),
-            here,
-        )
-        .help("check the path; pk source files end in `.pk`")
-    })?;
-    if bytes.len() > MAX_SOURCE_BYTES {
-        return Err(Diag::new(
+    let bytes = files::read_limited(path, MAX_SOURCE_BYTES as u64).map_err(|e| match e {
+        files::ReadError::TooLarge(size) => Diag::new(
             &codes::FILE_TOO_LARGE,
-            format!(
-                "`{}` is {} bytes, more than the 16 MiB limit",
-                path.display(),
-                bytes.len()
-            ),
+            match size {
+                Some(n) => format!(
+                    "`{}` is {n} bytes, more than the 16 MiB limit",
+                    path.display()
+                ),
+                None => format!("`{}` is more than the 16 MiB limit", path.display()),
+            },
             here,
         )
-        .help("is this really a .pk source file?")
-        .into());
+        .help("is this really a .pk source file?"),
+        e => Diag::new(
+            &codes::IO_ERROR,
+            format!("cannot read `{}`: {}", path.display(), e.reason()),
+            here,
+        )
+        .help("check the path; pk source files end in `.pk`"),
+    })?;
+    source_text(path, bytes)
+}
+
+/// The text of a source file's bytes, without a byte-order mark; bytes
+/// that are not UTF-8 are `PK0007`, naming `path`.
+pub(crate) fn source_text(path: &Path, bytes: Vec<u8>) -> Result<String, Box<Diag>> {
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        Box::new(
+            Diag::new(
+                &codes::NOT_UTF8,
+                format!(
+                    "`{}` is not UTF-8 text (invalid byte at offset {})",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+                Span::default(),
+            )
+            .help("pass a .pk source file"),
+        )
+    })?;
+    if text.starts_with(files::BOM) {
+        text.drain(..files::BOM.len());
     }
-    String::from_utf8(bytes).map_err(|e| {
-        Diag::new(
-            &codes::NOT_UTF8,
-            format!(
-                "`{}` is not UTF-8 text (invalid byte at offset {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ),
-            here,
-        )
-        .help("pass a .pk source file")
-        .into()
-    })
+    Ok(text)
 }
 
 /// Stack for the compiler's recursive passes. Trees are at most
@@ -252,6 +263,8 @@ fn compile_here(
     opts: &Options,
     stage: Stage,
 ) -> Result<Compiled, Failure> {
+    // Offsets count from after a byte-order mark, as editors count columns.
+    let text = files::strip_bom(text);
     let mut sources = SourceMap::new();
     let root = sources.add(name, text);
     if text.len() > MAX_SOURCE_BYTES {

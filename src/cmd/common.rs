@@ -87,6 +87,20 @@ pub fn reject_repeats<T>(flag: &str, items: &[(String, T)]) -> Result<(), u8> {
     Ok(())
 }
 
+/// `--in NAME=-` reads standard input, which holds one file: at most one
+/// of the `(flag, arguments)` lists may name it.
+pub fn one_stdin(flags: &[(&str, &[(String, std::path::PathBuf)])]) -> Result<(), u8> {
+    let mut from_stdin = flags.iter().flat_map(|(flag, args)| {
+        args.iter()
+            .filter(|(_, p)| pk_runtime::cpu::npy::is_stdin(p))
+            .map(move |(n, _)| format!("{flag} {n}"))
+    });
+    if let (Some(first), Some(second)) = (from_stdin.next(), from_stdin.next()) {
+        return Err(super::usage::UsageError::StdinTwice { first, second }.report());
+    }
+    Ok(())
+}
+
 pub fn parse_param(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {

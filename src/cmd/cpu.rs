@@ -9,7 +9,7 @@ use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, DType};
 use pk_lowering::wasm::abi::Role;
-use pk_runtime::cpu::{npy, CpuKernel, DmaMode, Error, HostArray, RunOptions};
+use pk_runtime::cpu::{CpuKernel, DmaMode, Error, HostArray, RunOptions};
 use pk_runtime::package::Package;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -303,10 +303,8 @@ pub fn read_inputs(k: &Operands, given: &[(String, PathBuf)]) -> Result<Vec<Host
                 expected: format!("{}[{}]", o.dtype, join(&o.shape)),
             });
         };
-        let array = npy::read(path)?;
-        let path = path.display().to_string();
-        out.push(pk_runtime::cpu::check_operand(
-            &o.name, o.dtype, &o.shape, array, &path,
+        out.push(pk_runtime::cpu::read_operand(
+            &o.name, o.dtype, &o.shape, path,
         )?);
     }
     Ok(out)
