@@ -318,3 +318,92 @@ fn source_flags_do_not_apply_to_a_package() {
     let o = pkc(&["run", pkg, "--in", X, "--in", Y]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+/// The temporary output files in `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .expect("listed")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".pk-out-") || n.starts_with(".pk-old-"))
+        .collect()
+}
+
+/// Starts `pkc run` of a kernel that never ends (one unit, one thread),
+/// writing `y` into `dir`, and waits until its temporary file exists.
+fn start_endless_run(dir: &Path) -> std::process::Child {
+    let x = dir.join("x.npy");
+    if !x.exists() {
+        npy::write(&x, &HostArray::zeros(DType::I32, &[8, 128])).expect("x written");
+    }
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pkc"));
+    // The signals start at their default actions, as in a terminal, even
+    // where the tests run in the background of a shell that ignores them.
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .args(["run", "tests/cpu/spin_parallel.pk", "-p", "M=8"])
+        .args(["--threads", "1", "--timeout", "120"])
+        .arg("--in")
+        .arg(format!("x={}", x.display()))
+        .arg("--out")
+        .arg(format!("y={}", dir.join("y.npy").display()))
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pkc starts");
+    let t = Instant::now();
+    while temporaries(dir).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no temporary file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP during `run --out` remove the temporary
+/// file, and pkc dies of the signal as before (the shell's 128 + N); what
+/// `kill -9` leaves behind is removed by the next `--out` into the same
+/// directory, once it is a second old and unlocked.
+#[test]
+fn interrupted_runs_leave_no_temporary_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().expect("temp dir");
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = start_endless_run(d.path());
+        // SAFETY: a signal to the child started above.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let status = child.wait().expect("pkc ends");
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(temporaries(d.path()), Vec::<String>::new(), "signal {sig}");
+        assert!(!d.path().join("y.npy").exists());
+    }
+    let mut child = start_endless_run(d.path());
+    child.kill().expect("SIGKILL");
+    child.wait().expect("pkc ends");
+    assert_eq!(temporaries(d.path()).len(), 1, "kill -9 leaves its file");
+    // A run of another pkc in the same directory now is not stale yet
+    // (the grace second), so the file stays; a second later it goes.
+    std::thread::sleep(Duration::from_millis(1100));
+    let z = d.path().join("z.npy");
+    let o = run_add(&["--out", &out_arg("z", &z)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(values_of(&fs::read(&z).expect("z")), expected_sum());
+    assert_eq!(temporaries(d.path()), Vec::<String>::new());
+    // A live run's file is never swept, however old it is.
+    let mut child = start_endless_run(d.path());
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = run_add(&["--out", &out_arg("z", &z)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(temporaries(d.path()).len(), 1);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("pkc ends");
+}
