@@ -99,6 +99,44 @@ fn dash_writes_the_array_to_stdout() {
     assert_eq!(values_of(&o.stdout), expected_sum());
 }
 
+/// `pkc run` of the add fixture through `sh`, with `redirect` applied to
+/// its descriptors (`>&-` closes standard output).
+fn run_add_redirected(extra: &[&str], redirect: &str) -> std::process::Output {
+    let mut args = vec!["run"];
+    args.extend(cpu_support::ADD);
+    args.extend(["--in", X, "--in", Y]);
+    args.extend(extra);
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(env!("CARGO_BIN_EXE_pkc"))
+        .args(&args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn dash_with_stdout_closed_fails_before_the_run() {
+    let o = run_add_redirected(&["--out", "z=-"], ">&-");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(
+        err.contains("PK1007") && err.contains("standard output was closed"),
+        "{err}"
+    );
+    // The same for /dev/stdout and for standard error.
+    let o = run_add_redirected(&["--out", "z=/dev/stdout"], ">&-");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let o = run_add_redirected(&["--out", "z=/dev/stderr"], "2>&-");
+    assert_eq!(code(&o), 1);
+    // Standard output sent to /dev/null on purpose is written (and lost)
+    // as asked.
+    let o = run_add_redirected(&["--out", "z=-"], ">/dev/null");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 #[test]
 fn new_files_get_0666_less_the_umask() {
     let d = tempfile::tempdir().expect("temp dir");
@@ -256,7 +294,7 @@ fn a_match_shows_no_worst_element_and_a_mismatch_exits_3() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert_eq!(code(&o), 3, "{out}{}", stderr(&o));
     assert!(
-        out.contains("MISMATCH") && out.contains("worst at"),
+        out.contains("MISMATCH") && out.contains("; worst at (") && !out.contains(";;"),
         "{out}"
     );
 }

@@ -10,7 +10,10 @@
 //! - anything else that can be opened for writing (a FIFO, a character
 //!   device such as `/dev/null`, a socket): written in place, as a stream;
 //! - `-`, `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`: standard output
-//!   (and `/dev/stderr`, ...: standard error), never renamed over;
+//!   (and `/dev/stderr`, ...: standard error), never renamed over; an
+//!   error before anything runs if that stream was closed when pkc started
+//!   (Rust's runtime then points it at `/dev/null`, which would swallow
+//!   the array and report success);
 //! - a directory, or a path whose directory is missing: an error before
 //!   anything runs.
 //!
@@ -35,6 +38,7 @@ use pk_runtime::cpu::Error;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One prepared output destination.
 pub struct Output {
@@ -69,6 +73,34 @@ fn fail(shown: &str, reason: impl ToString) -> Error {
         path: shown.to_string(),
         reason: reason.to_string(),
     }
+}
+
+/// The standard streams (bit `1 << fd`) that were closed when the process
+/// started, recorded before Rust's runtime reopens them on `/dev/null`.
+static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+
+/// Runs from `.init_array`, before `main` and before Rust's runtime
+/// replaces closed standard descriptors with `/dev/null`: afterwards a
+/// closed stdout cannot be told from `>/dev/null`.
+#[cfg(target_os = "linux")]
+extern "C" fn record_closed_streams() {
+    for fd in [1, 2] {
+        // SAFETY: F_GETFD on a descriptor number reads its flags and
+        // touches no memory; an unopened number fails with EBADF.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            CLOSED_AT_START.fetch_or(1 << fd, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static RECORD_CLOSED_STREAMS: extern "C" fn() = record_closed_streams;
+
+/// Whether descriptor `fd` (1 or 2) was closed when the process started.
+fn closed_at_start(fd: u8) -> bool {
+    CLOSED_AT_START.load(Ordering::Relaxed) & (1 << fd) != 0
 }
 
 /// The standard stream a path names, if it names one.
@@ -111,6 +143,16 @@ impl Output {
     pub fn prepare(path: &Path) -> Result<Output, Error> {
         let shown = path.display().to_string();
         if let Some(sink) = standard_stream(path) {
+            let (fd, stream) = match sink {
+                Sink::Stderr => (2, "standard error"),
+                _ => (1, "standard output"),
+            };
+            if closed_at_start(fd) {
+                return Err(Error::StreamClosed {
+                    path: shown,
+                    stream: stream.into(),
+                });
+            }
             return Ok(Output { shown, sink });
         }
         let dest = resolve(path, &shown)?;
