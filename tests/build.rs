@@ -247,7 +247,15 @@ fn a_damaged_libtpu_is_refused_before_it_is_loaded() {
     let out_arg = out.to_str().expect("UTF-8");
 
     let o = pkc_env(
-        &["build", "kernels/add.pk", "--aot", "--libtpu", cut_arg, "-o", out_arg],
+        &[
+            "build",
+            "kernels/add.pk",
+            "--aot",
+            "--libtpu",
+            cut_arg,
+            "-o",
+            out_arg,
+        ],
         &[],
     );
     let err = stderr(&o);
@@ -281,9 +289,9 @@ fn a_damaged_libtpu_is_refused_before_it_is_loaded() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(5), "{err}");
     assert!(
-        err.contains("PK2002") && err.contains("sha256") && err.contains(
-            pk_runtime::pjrt::LIBTPU_SHA256
-        ),
+        err.contains("PK2002")
+            && err.contains("sha256")
+            && err.contains(pk_runtime::pjrt::LIBTPU_SHA256),
         "{err}"
     );
 }
@@ -333,7 +341,10 @@ fn emit_mosaic_parses_with_mlir_opt() {
             .output()
             .expect("mlir-opt runs");
         let err = String::from_utf8_lossy(&parsed.stderr);
-        assert!(parsed.status.success(), "{file}: mlir-opt rejects it:\n{err}");
+        assert!(
+            parsed.status.success(),
+            "{file}: mlir-opt rejects it:\n{err}"
+        );
         // The locations survive: mlir-opt prints them back, and the first
         // operation's is a line and column of the file.
         let back = String::from_utf8_lossy(&parsed.stdout);

@@ -211,21 +211,36 @@ fn a_diagnostic_on_a_very_long_line_is_drawn_around_its_span() {
     let o = pkc(&["check", f.to_str().expect("utf-8")]);
     let err = stderr(&o);
     assert_eq!(code(&o), 1, "{err}");
-    assert!(err.contains("PK0101") && err.contains("unknown name `zz`"), "{err}");
+    assert!(
+        err.contains("PK0101") && err.contains("unknown name `zz`"),
+        "{err}"
+    );
     assert!(err.contains("long.pk:3:100013]"), "{err}");
     let shown = err
         .lines()
         .find(|l| l.contains("y[..] = zz[..];"))
         .expect("the line is drawn");
     assert!(shown.contains('…'), "{shown}");
-    assert!(shown.chars().count() < 200, "{} chars", shown.chars().count());
+    assert!(
+        shown.chars().count() < 200,
+        "{} chars",
+        shown.chars().count()
+    );
     // The same with the span past a long run of multi-byte characters, and
     // on a long line that goes on after the span.
-    let line = format!("    y[..] = {}zz[..] + {};", "é".repeat(60_000), "x[..] + ".repeat(9_000));
+    let line = format!(
+        "    y[..] = {}zz[..] + {};",
+        "é".repeat(60_000),
+        "x[..] + ".repeat(9_000)
+    );
     std::fs::write(&f, kernel_with(1, &line)).expect("written");
     let o = pkc(&["check", f.to_str().expect("utf-8")]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stderr(&o).lines().all(|l| l.chars().count() < 300), "{}", stderr(&o));
+    assert!(
+        stderr(&o).lines().all(|l| l.chars().count() < 300),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Thousands of errors are counted, not all drawn: the first 50, then how

@@ -279,7 +279,10 @@ fn a_match_shows_no_worst_element_and_a_mismatch_exits_3() {
     assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
     assert!(out.contains("z: ok") && !out.contains("worst at"), "{out}");
     // The line ends with its last figure, not with a separator.
-    let line = out.lines().find(|l| l.starts_with("z: ok")).expect("z's line");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("z: ok"))
+        .expect("z's line");
     assert!(
         line.starts_with("z: ok: 0/4096 elements outside rtol=")
             && line.ends_with("max rel error 0.000e0"),

@@ -19,8 +19,13 @@ use std::process::Command;
 
 /// The `sh` blocks of the README between the headings `from` and `to`.
 fn blocks(readme: &str, from: &str, to: &str) -> Vec<String> {
-    let start = readme.find(from).unwrap_or_else(|| panic!("`{from}` in README"));
-    let end = start + readme[start..].find(to).unwrap_or_else(|| panic!("`{to}` in README"));
+    let start = readme
+        .find(from)
+        .unwrap_or_else(|| panic!("`{from}` in README"));
+    let end = start
+        + readme[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("`{to}` in README"));
     let mut out = Vec::new();
     let mut rest = &readme[start..end];
     while let Some(i) = rest.find("```sh\n") {
@@ -42,7 +47,7 @@ fn commands(block: &str) -> Vec<String> {
             cur.push('\n');
         }
         cur.push_str(line);
-        if cur.matches('"').count() % 2 == 0 {
+        if cur.matches('"').count().is_multiple_of(2) {
             if !cur.trim().is_empty() {
                 out.push(std::mem::take(&mut cur));
             }
@@ -58,7 +63,10 @@ fn expected_code(cmd: &str) -> Option<&str> {
     let comment = &cmd[cmd.rfind("# ")?..];
     let at = comment.find("PK")?;
     let code = comment.get(at..at + 6)?;
-    code[2..].bytes().all(|b| b.is_ascii_digit()).then_some(code)
+    code[2..]
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then_some(code)
 }
 
 /// Copies the directory `from` into `to`, recursively.
@@ -94,7 +102,11 @@ fn the_readme_tour_runs_as_written() {
     }
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
     let mut tour = blocks(&readme, "## A five-minute tour", "## The kernel library");
-    tour.extend(blocks(&readme, "## The command line", "## Calling pk kernels"));
+    tour.extend(blocks(
+        &readme,
+        "## The command line",
+        "## Calling pk kernels",
+    ));
     assert!(tour.len() >= 5, "{tour:?}");
 
     let d = tempfile::tempdir().expect("temp dir");

@@ -53,7 +53,10 @@ enum Sink {
     /// A FIFO, device or socket, already open for writing.
     Stream(File),
     /// A temporary file that replaces `dest` on commit.
-    Replace { dest: PathBuf, tmp: Temp },
+    Replace {
+        dest: PathBuf,
+        tmp: Temp,
+    },
 }
 
 /// A temporary output file: locked while this process lives (so that a
@@ -180,11 +183,7 @@ impl Output {
 
 /// A temporary file in the directory of `dest`, so that the final rename
 /// stays on one file system and is atomic.
-fn temp_beside(
-    dest: &Path,
-    shown: &str,
-    keep: Option<fs::Permissions>,
-) -> Result<Temp, Error> {
+fn temp_beside(dest: &Path, shown: &str, keep: Option<fs::Permissions>) -> Result<Temp, Error> {
     let dir = match dest.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

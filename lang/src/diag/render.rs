@@ -359,9 +359,8 @@ impl Omitted {
 
     /// `1 more error and 2 more warnings not shown`.
     pub fn describe(&self) -> String {
-        let count = |n: usize, what: &str| {
-            format!("{n} more {what}{}", if n == 1 { "" } else { "s" })
-        };
+        let count =
+            |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
         let parts: Vec<String> = [(self.errors, "error"), (self.warnings, "warning")]
             .iter()
             .filter(|(n, _)| *n > 0)

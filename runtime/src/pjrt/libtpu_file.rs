@@ -275,7 +275,10 @@ mod tests {
         let whole = elf(4096, 3968, 3968);
         assert_eq!(check_bytes(&whole), Ok(()));
         let e = check_bytes(&whole[..4000]).expect_err("sections cut");
-        assert!(e.contains("section headers") && e.contains("truncated"), "{e}");
+        assert!(
+            e.contains("section headers") && e.contains("truncated"),
+            "{e}"
+        );
         let e = check_bytes(&whole[..2000]).expect_err("segment cut");
         assert!(e.contains("bytes 0..3968 but the file has 2000"), "{e}");
         let e = check_bytes(&whole[..100]).expect_err("headers cut");
@@ -295,7 +298,9 @@ mod tests {
         assert!(check_bytes(&exe).expect_err("exe").contains("type 2"));
         let mut arm = elf(4096, 3968, 3968);
         arm[18..20].copy_from_slice(&(HOST_MACHINE.0 + 1).to_le_bytes());
-        assert!(check_bytes(&arm).expect_err("other machine").contains("ELF machine"));
+        assert!(check_bytes(&arm)
+            .expect_err("other machine")
+            .contains("ELF machine"));
     }
 
     #[test]
