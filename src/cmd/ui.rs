@@ -201,14 +201,37 @@ pub fn print_diagnostic(e: &dyn Diagnostic) {
     } else {
         GraphicalTheme::unicode_nocolor()
     };
-    let mut out = String::new();
-    if GraphicalReportHandler::new_themed(theme)
-        .render_report(&mut out, e)
-        .is_err()
-    {
-        out = format!("error: {e}\n");
-    }
+    // miette panics on some sources (a label past column 65,535 of a
+    // line); the message, code and help are then printed plainly.
+    let drawn = quietly(|| {
+        let mut out = String::new();
+        GraphicalReportHandler::new_themed(theme)
+            .render_report(&mut out, e)
+            .ok()
+            .map(|()| out)
+    });
+    let out = match drawn {
+        Some(Some(out)) => out,
+        _ => {
+            let code = e.code().map(|c| format!("[{c}]")).unwrap_or_default();
+            let help = e
+                .help()
+                .map(|h| format!("  help: {h}\n"))
+                .unwrap_or_default();
+            format!("error{code}: {e}\n{help}")
+        }
+    };
     eprint!("{out}");
+}
+
+/// Runs `f`, turning a panic into `None` without the panic's message
+/// (the caller prints something plainer instead).
+fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    std::panic::set_hook(hook);
+    r
 }
 
 /// A front-end diagnostic as JSON: code, severity, message, the primary
