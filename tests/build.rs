@@ -120,7 +120,7 @@ fn emit_prints_the_mosaic_and_stablehlo_modules() {
         .find(|l| l.contains("arith.addf"))
         .map(str::to_string)
         .unwrap_or_default();
-    assert!(add.ends_with("kernels/add.pk:19:13"), "{add}");
+    assert!(add.ends_with(" loc(\"kernels/add.pk\":19:13)"), "{add}");
 
     let o = pkc(&["emit", "stablehlo", "kernels/matmul.pk", "-t", "v6e"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -185,5 +185,169 @@ fn aot_compiles_add_for_every_target() {
             "{row}"
         );
         assert!(!p.executable(t).expect("an executable").is_empty());
+    }
+}
+
+/// `pkc` with `env` set (and `PK_LIBTPU` unset), from the repository root.
+fn pkc_env(args: &[&str], env: &[(&str, &std::path::Path)]) -> std::process::Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pkc"));
+    c.args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env("TPU_SKIP_MDS_QUERY", "1")
+        .env_remove("PK_LIBTPU");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("pkc runs")
+}
+
+/// A 4096-byte ELF64 shared object for x86-64 whose one loadable segment
+/// and section headers lie inside the file: well formed, and not libtpu.
+fn small_shared_object() -> Vec<u8> {
+    let mut b = vec![0u8; 4096];
+    b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    b[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    b[18..20].copy_from_slice(&62u16.to_le_bytes()); // x86-64
+    b[32..40].copy_from_slice(&64u64.to_le_bytes()); // program headers
+    b[40..48].copy_from_slice(&3968u64.to_le_bytes()); // section headers
+    b[54..56].copy_from_slice(&56u16.to_le_bytes());
+    b[56..58].copy_from_slice(&1u16.to_le_bytes());
+    b[58..60].copy_from_slice(&64u16.to_le_bytes());
+    b[60..62].copy_from_slice(&2u16.to_le_bytes());
+    b[64..68].copy_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    b[96..104].copy_from_slice(&3968u64.to_le_bytes()); // its file size
+    b
+}
+
+/// A truncated libtpu, given with `--libtpu` or left in pk's cache, is a
+/// coded error (exit 5) before it is mapped, never SIGBUS; so is a copy in
+/// the cache whose sha256 is not the pinned one.
+#[test]
+fn a_damaged_libtpu_is_refused_before_it_is_loaded() {
+    let d = TempDir::new("libtpu");
+    let cache_so = d.path().join("cache/libtpu/0.0.51/libtpu.so");
+    std::fs::create_dir_all(cache_so.parent().expect("dir")).expect("dirs");
+    // The start of the real library where it is installed (the case users
+    // meet), else the synthetic one cut short.
+    let head: Vec<u8> = match locate_libtpu(None) {
+        Ok(real) => {
+            use std::io::Read;
+            let mut b = vec![0u8; 8 << 20];
+            let mut f = std::fs::File::open(real).expect("libtpu opens");
+            f.read_exact(&mut b).expect("8 MiB read");
+            b
+        }
+        Err(_) => small_shared_object()[..2048].to_vec(),
+    };
+    let cut = d.path().join("cut.so");
+    std::fs::write(&cut, &head).expect("written");
+    let cut_arg = cut.to_str().expect("UTF-8");
+    let out = d.path().join("out");
+    let out_arg = out.to_str().expect("UTF-8");
+
+    let o = pkc_env(
+        &[
+            "build",
+            "kernels/add.pk",
+            "--aot",
+            "--libtpu",
+            cut_arg,
+            "-o",
+            out_arg,
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("PK2002") && err.contains("truncated") && err.contains(cut_arg),
+        "{err}"
+    );
+    assert!(!out.join("add").exists());
+
+    // The same file in pk's cache (found through PK_CACHE_DIR).
+    std::fs::write(&cache_so, &head).expect("written");
+    let cache = d.path().join("cache");
+    let o = pkc_env(
+        &["build", "kernels/add.pk", "--aot", "-o", out_arg],
+        &[("PK_CACHE_DIR", &cache)],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("PK2002") && err.contains("truncated") && err.contains("setup-libtpu"),
+        "{err}"
+    );
+
+    // A complete shared object in the cache that is not the pinned libtpu.
+    std::fs::write(&cache_so, small_shared_object()).expect("written");
+    let o = pkc_env(
+        &["build", "kernels/add.pk", "--aot", "-o", out_arg],
+        &[("PK_CACHE_DIR", &cache)],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("PK2002")
+            && err.contains("sha256")
+            && err.contains(pk_runtime::pjrt::LIBTPU_SHA256),
+        "{err}"
+    );
+}
+
+/// The LLVM 22 `mlir-opt` that `.ci/setup` installs, if it is there.
+fn mlir_opt() -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from("/usr/lib/llvm-22/bin/mlir-opt");
+    if p.is_file() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "mlir-opt 22 is missing (bash .ci/setup installs it)"
+    );
+    eprintln!("note: mlir-opt 22 not found; `emit mosaic` parsing not checked");
+    None
+}
+
+/// What `pkc emit mosaic` prints is MLIR that MLIR's own tools parse (the
+/// tpu dialect is not registered there, hence
+/// `--allow-unregistered-dialect`), on kernels with every memory space,
+/// semaphores, loops and several kernels in one file, with each
+/// operation's .pk location kept through the round trip.
+#[test]
+fn emit_mosaic_parses_with_mlir_opt() {
+    let Some(opt) = mlir_opt() else {
+        return;
+    };
+    for file in [
+        "kernels/add.pk",
+        "kernels/matmul.pk",
+        "kernels/paged_attention.pk",
+        "kernels/flash.pk",
+        "kernels/gmm.pk",
+        "tests/cpu/paged_sum.pk",
+    ] {
+        let args = ["emit", "mosaic", file];
+        let o = pkc(&args);
+        assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
+        let d = TempDir::new("mosaic");
+        let text = d.path().join("m.mlir");
+        std::fs::write(&text, &o.stdout).expect("written");
+        let parsed = std::process::Command::new(&opt)
+            .arg("--allow-unregistered-dialect")
+            .arg("--mlir-print-debuginfo")
+            .arg(&text)
+            .output()
+            .expect("mlir-opt runs");
+        let err = String::from_utf8_lossy(&parsed.stderr);
+        assert!(
+            parsed.status.success(),
+            "{file}: mlir-opt rejects it:\n{err}"
+        );
+        // The locations survive: mlir-opt prints them back, and the first
+        // operation's is a line and column of the file.
+        let back = String::from_utf8_lossy(&parsed.stdout);
+        assert!(back.contains(&format!("loc(\"{file}\":")), "{file}: {back}");
     }
 }

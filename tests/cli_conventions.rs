@@ -111,6 +111,11 @@ fn color_follows_the_flag_and_the_environment() {
     always.extend(["--color", "always"]);
     assert!(esc(&pkc_env(&always, &[("NO_COLOR", "1")])));
     assert!(esc(&pkc_env(&bad, &[("CLICOLOR_FORCE", "1")])));
+    // NO_COLOR wins over CLICOLOR_FORCE, as no-color.org asks.
+    assert!(!esc(&pkc_env(
+        &bad,
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    )));
     let mut never = bad.to_vec();
     never.extend(["--color", "never"]);
     assert!(!esc(&pkc_env(&never, &[("CLICOLOR_FORCE", "1")])));
@@ -180,4 +185,101 @@ fn usage_errors_carry_codes() {
     let o = pkc(&["run", "std/math.pk"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("PK4004"), "{}", stderr(&o));
+}
+
+/// A kernel whose body has `lines` copies of `line`.
+fn kernel_with(lines: usize, line: &str) -> String {
+    let mut s = String::from("kernel k<M = 8>(x: f32[M, 128]) -> y: f32[M, 128]\n{\n");
+    for _ in 0..lines {
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// A diagnostic on a line of 100,000 characters is drawn (no panic): the
+/// line is cut to a window around the span, marked with `…`, and the
+/// location is still the file's line and column.
+#[test]
+fn a_diagnostic_on_a_very_long_line_is_drawn_around_its_span() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let f = d.path().join("long.pk");
+    // `zz` starts after 4 + 100,000 spaces and `y[..] = `: column 100013.
+    let line = format!("    {}y[..] = zz[..];", " ".repeat(100_000));
+    std::fs::write(&f, kernel_with(1, &line)).expect("written");
+    let o = pkc(&["check", f.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(
+        err.contains("PK0101") && err.contains("unknown name `zz`"),
+        "{err}"
+    );
+    assert!(err.contains("long.pk:3:100013]"), "{err}");
+    let shown = err
+        .lines()
+        .find(|l| l.contains("y[..] = zz[..];"))
+        .expect("the line is drawn");
+    assert!(shown.contains('…'), "{shown}");
+    assert!(
+        shown.chars().count() < 200,
+        "{} chars",
+        shown.chars().count()
+    );
+    // The same with the span past a long run of multi-byte characters, and
+    // on a long line that goes on after the span.
+    let line = format!(
+        "    y[..] = {}zz[..] + {};",
+        "é".repeat(60_000),
+        "x[..] + ".repeat(9_000)
+    );
+    std::fs::write(&f, kernel_with(1, &line)).expect("written");
+    let o = pkc(&["check", f.to_str().expect("utf-8")]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).lines().all(|l| l.chars().count() < 300),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Thousands of errors are counted, not all drawn: the first 50, then how
+/// many more there are; `--max-errors` and `--all-errors` change the cap,
+/// and JSON output ends with the count of those left out. Ten thousand
+/// errors take about a second (half a minute when every one was drawn
+/// against the whole file).
+#[test]
+fn many_errors_are_capped_with_a_count_of_the_rest() {
+    let d = tempfile::tempdir().expect("temp dir");
+    let f = d.path().join("many.pk");
+    std::fs::write(&f, kernel_with(10_000, "    y[..] = = x[..];")).expect("written");
+    let path = f.to_str().expect("utf-8");
+    let t = std::time::Instant::now();
+    let o = pkc(&["check", path]);
+    let took = t.elapsed();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert_eq!(err.matches("PK0003").count(), 50, "{err}");
+    assert!(err.contains("... 9950 more errors not shown (--all-errors shows every one)"));
+    assert!(err.len() < 64 * 1024, "{} bytes", err.len());
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+
+    std::fs::write(&f, kernel_with(200, "    y[..] = = x[..];")).expect("written");
+    let o = pkc(&["check", path, "--max-errors", "5"]);
+    assert_eq!(stderr(&o).matches("PK0003").count(), 5);
+    assert!(stderr(&o).contains("... 195 more errors not shown"));
+    for all in [&["--all-errors"][..], &["--max-errors", "0"][..]] {
+        let mut args = vec!["check", path];
+        args.extend(all);
+        let o = pkc(&args);
+        assert_eq!(stderr(&o).matches("PK0003").count(), 200, "{all:?}");
+        assert!(!stderr(&o).contains("not shown"));
+    }
+    let o = pkc(&["check", path, "--message-format", "json"]);
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 51);
+    assert!(lines[..50].iter().all(|l| l["code"] == "PK0003"));
+    assert_eq!(lines[50]["type"], "omitted");
+    assert_eq!(lines[50]["errors"], 150);
+    assert_eq!(lines[50]["warnings"], 0);
 }

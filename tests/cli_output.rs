@@ -99,6 +99,44 @@ fn dash_writes_the_array_to_stdout() {
     assert_eq!(values_of(&o.stdout), expected_sum());
 }
 
+/// `pkc run` of the add fixture through `sh`, with `redirect` applied to
+/// its descriptors (`>&-` closes standard output).
+fn run_add_redirected(extra: &[&str], redirect: &str) -> std::process::Output {
+    let mut args = vec!["run"];
+    args.extend(cpu_support::ADD);
+    args.extend(["--in", X, "--in", Y]);
+    args.extend(extra);
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(env!("CARGO_BIN_EXE_pkc"))
+        .args(&args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn dash_with_stdout_closed_fails_before_the_run() {
+    let o = run_add_redirected(&["--out", "z=-"], ">&-");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(
+        err.contains("PK1007") && err.contains("standard output was closed"),
+        "{err}"
+    );
+    // The same for /dev/stdout and for standard error.
+    let o = run_add_redirected(&["--out", "z=/dev/stdout"], ">&-");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let o = run_add_redirected(&["--out", "z=/dev/stderr"], "2>&-");
+    assert_eq!(code(&o), 1);
+    // Standard output sent to /dev/null on purpose is written (and lost)
+    // as asked.
+    let o = run_add_redirected(&["--out", "z=-"], ">/dev/null");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 #[test]
 fn new_files_get_0666_less_the_umask() {
     let d = tempfile::tempdir().expect("temp dir");
@@ -240,6 +278,16 @@ fn a_match_shows_no_worst_element_and_a_mismatch_exits_3() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
     assert!(out.contains("z: ok") && !out.contains("worst at"), "{out}");
+    // The line ends with its last figure, not with a separator.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("z: ok"))
+        .expect("z's line");
+    assert!(
+        line.starts_with("z: ok: 0/4096 elements outside rtol=")
+            && line.ends_with("max rel error 0.000e0"),
+        "{line}"
+    );
     // x + x is not x + y.
     let mut args = vec!["test"];
     args.extend(cpu_support::ADD);
@@ -249,7 +297,7 @@ fn a_match_shows_no_worst_element_and_a_mismatch_exits_3() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert_eq!(code(&o), 3, "{out}{}", stderr(&o));
     assert!(
-        out.contains("MISMATCH") && out.contains("worst at"),
+        out.contains("MISMATCH") && out.contains("; worst at (") && !out.contains(";;"),
         "{out}"
     );
 }
@@ -310,4 +358,93 @@ fn source_flags_do_not_apply_to_a_package() {
     }
     let o = pkc(&["run", pkg, "--in", X, "--in", Y]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// The temporary output files in `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .expect("listed")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".pk-out-") || n.starts_with(".pk-old-"))
+        .collect()
+}
+
+/// Starts `pkc run` of a kernel that never ends (one unit, one thread),
+/// writing `y` into `dir`, and waits until its temporary file exists.
+fn start_endless_run(dir: &Path) -> std::process::Child {
+    let x = dir.join("x.npy");
+    if !x.exists() {
+        npy::write(&x, &HostArray::zeros(DType::I32, &[8, 128])).expect("x written");
+    }
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pkc"));
+    // The signals start at their default actions, as in a terminal, even
+    // where the tests run in the background of a shell that ignores them.
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .args(["run", "tests/cpu/spin_parallel.pk", "-p", "M=8"])
+        .args(["--threads", "1", "--timeout", "120"])
+        .arg("--in")
+        .arg(format!("x={}", x.display()))
+        .arg("--out")
+        .arg(format!("y={}", dir.join("y.npy").display()))
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pkc starts");
+    let t = Instant::now();
+    while temporaries(dir).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no temporary file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP during `run --out` remove the temporary
+/// file, and pkc dies of the signal as before (the shell's 128 + N); what
+/// `kill -9` leaves behind is removed by the next `--out` into the same
+/// directory, once it is a second old and unlocked.
+#[test]
+fn interrupted_runs_leave_no_temporary_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().expect("temp dir");
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = start_endless_run(d.path());
+        // SAFETY: a signal to the child started above.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let status = child.wait().expect("pkc ends");
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(temporaries(d.path()), Vec::<String>::new(), "signal {sig}");
+        assert!(!d.path().join("y.npy").exists());
+    }
+    let mut child = start_endless_run(d.path());
+    child.kill().expect("SIGKILL");
+    child.wait().expect("pkc ends");
+    assert_eq!(temporaries(d.path()).len(), 1, "kill -9 leaves its file");
+    // A run of another pkc in the same directory now is not stale yet
+    // (the grace second), so the file stays; a second later it goes.
+    std::thread::sleep(Duration::from_millis(1100));
+    let z = d.path().join("z.npy");
+    let o = run_add(&["--out", &out_arg("z", &z)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(values_of(&fs::read(&z).expect("z")), expected_sum());
+    assert_eq!(temporaries(d.path()), Vec::<String>::new());
+    // A live run's file is never swept, however old it is.
+    let mut child = start_endless_run(d.path());
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = run_add(&["--out", &out_arg("z", &z)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(temporaries(d.path()).len(), 1);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("pkc ends");
 }

@@ -300,6 +300,28 @@ fn bench_counts_the_bytes_a_prefetch_driven_run_moves() {
     assert_eq!(j["dma_bytes"], 40960, "{j}");
     assert_eq!(j["inputs_from_files"], serde_json::json!(["lens", "pages"]));
 
+    // The global `--message-format json` asks for the same object, typed
+    // like every other JSON line pkc prints.
+    let o = pkc(&[
+        "bench",
+        kernel,
+        "--in",
+        &lens,
+        "--in",
+        &pages,
+        "--iters",
+        "2",
+        "--message-format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let j = json(&o);
+    assert_eq!(j["type"], "bench", "{j}");
+    assert_eq!(j["bytes"], 57424, "{j}");
+    assert_eq!(j["dma_bytes"], 40960, "{j}");
+
     let o = pkc(&[
         "bench", kernel, "--in", &lens, "--in", &pages, "--iters", "2",
     ]);

@@ -203,3 +203,30 @@ fn emit_wat_and_bench_and_explain() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("non-consecutive-revisit"));
 }
+
+/// A violation at column 70,013 of a line (past what the renderer can
+/// draw) is still reported with its code, location and help, as plain
+/// text, and the run fails as a run (exit 4), not with a panic.
+#[test]
+fn a_violation_on_a_very_long_line_is_reported_plainly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    std::fs::write(&x, npy::to_bytes(&HostArray::zeros(DType::F32, &[16, 128]))).expect("written");
+    let src = std::fs::read_to_string(root().join("tests/cpu/strict/oob.pk")).expect("oob.pk");
+    let long = src.replace(
+        "    y[..] = x[ds",
+        &format!("    {}y[..] = x[ds", " ".repeat(70_000)),
+    );
+    let k = dir.path().join("oob_long.pk");
+    std::fs::write(&k, long).expect("written");
+    let arg = format!("x={}", x.display());
+    let o = pkc(&["run", k.to_str().expect("utf-8"), "--in", &arg]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("error[PK1010]") && t.contains("oob_long.pk:9:70013"),
+        "{t}"
+    );
+    assert!(t.contains("help: a dynamic index"), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+}

@@ -65,9 +65,16 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// Renders every diagnostic as plain text.
+    /// Renders the first [`diag::DEFAULT_MAX_SHOWN`] diagnostics as text,
+    /// and a count of the rest (which stay in `diags`).
     pub fn render(&self, style: diag::RenderStyle) -> String {
-        diag::render_all(&self.diags, &self.sources, style)
+        diag::render_capped(
+            &self.diags,
+            &self.sources,
+            style,
+            Some(diag::DEFAULT_MAX_SHOWN),
+            "`pkc check --all-errors` shows every one",
+        )
     }
 }
 

@@ -100,6 +100,27 @@ impl SourceFile {
     }
 }
 
+impl SourceFile {
+    /// The number of lines (a final line without a newline counts; an
+    /// empty file has one empty line).
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// The byte range of 0-based line `line`, without its line break.
+    pub fn line_bounds(&self, line: usize) -> (usize, usize) {
+        let start = self.line_starts[line] as usize;
+        let mut end = self
+            .line_starts
+            .get(line + 1)
+            .map_or(self.text.len(), |&n| n as usize - 1);
+        if end > start && self.text.as_bytes()[end - 1] == b'\r' {
+            end -= 1;
+        }
+        (start, end)
+    }
+}
+
 /// All source files of one compilation.
 #[derive(Debug, Default)]
 pub struct SourceMap {

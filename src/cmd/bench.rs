@@ -10,9 +10,11 @@
 
 use super::common::{one_stdin, reject_repeats, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
+use super::ui::{json_line, ui};
 use clap::Args as ClapArgs;
 use pk_lang::ir::DType;
 use pk_runtime::cpu::{CpuKernel, Error, HostArray, Traffic};
+use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,7 +27,8 @@ pub struct Args {
     /// Timed calls (after one warm-up call).
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object on stdout instead of text (as
+    /// `--message-format json` does).
     #[arg(long)]
     pub json: bool,
     /// An input array from a file: `--in ids=ids.npy`. Any subset of the
@@ -157,19 +160,21 @@ pub fn run(a: Args) -> u8 {
         .map(|ir| pk_lang::ir::cost::estimate(ir).flops);
     let bytes = moved.total();
     let name = &k.manifest().kernel;
-    if a.json {
-        let files: Vec<String> = from_files.iter().map(|n| format!("\"{n}\"")).collect();
-        outln(&format!(
-            "{{\"kernel\": \"{name}\", \"median_s\": {median}, \"min_s\": {}, \"max_s\": {}, \"iters\": {}, \"flops\": {}, \"bytes\": {bytes}, \"bytes_in\": {}, \"bytes_out\": {}, \"dma_bytes\": {}, \"inputs_from_files\": [{}]}}",
-            times.first().unwrap_or(&0.0),
-            times.last().unwrap_or(&0.0),
-            times.len(),
-            flops.unwrap_or(0),
-            moved.blocks_in,
-            moved.blocks_out,
-            moved.dma,
-            files.join(", ")
-        ));
+    if a.json || ui().json {
+        json_line(&json!({
+            "type": "bench",
+            "kernel": name,
+            "median_s": median,
+            "min_s": times.first().unwrap_or(&0.0),
+            "max_s": times.last().unwrap_or(&0.0),
+            "iters": times.len(),
+            "flops": flops.unwrap_or(0),
+            "bytes": bytes,
+            "bytes_in": moved.blocks_in,
+            "bytes_out": moved.blocks_out,
+            "dma_bytes": moved.dma,
+            "inputs_from_files": from_files,
+        }));
         return EXIT_OK;
     }
     let rate = |x: u64| {

@@ -156,6 +156,7 @@ pub fn pjrt_exit_code(e: &pk_runtime::pjrt::PjrtError) -> u8 {
     match e {
         E::LibtpuNotFound { .. }
         | E::LibtpuLoad { .. }
+        | E::LibtpuDamaged { .. }
         | E::PluginAlreadyLoaded { .. }
         | E::PluginInit { .. }
         | E::MissingFunction { .. }

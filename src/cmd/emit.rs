@@ -16,7 +16,11 @@ pub enum Form {
     Ast,
     /// The typed, specialised Tile IR.
     Ir,
-    /// The Mosaic module of each kernel, in MLIR's readable form.
+    /// The Mosaic module of each kernel as MLIR text that MLIR's tools
+    /// parse (`mlir-opt --allow-unregistered-dialect`): upstream operations
+    /// in their own syntax, tpu operations generic, memory spaces as
+    /// build-time integers (a comment line gives their names), each
+    /// operation with its `loc("FILE":LINE:COL)`.
     Mosaic,
     /// The StableHLO module of each kernel (its `tpu_custom_call` carries
     /// the serialized stable Mosaic), exactly as `pkc build` packages it.

@@ -12,6 +12,8 @@ pub mod cpu;
 pub mod device;
 pub mod emit;
 pub mod explain;
+#[cfg(unix)]
+pub mod interrupt;
 pub mod meta;
 pub mod output;
 pub mod run;

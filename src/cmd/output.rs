@@ -10,9 +10,19 @@
 //! - anything else that can be opened for writing (a FIFO, a character
 //!   device such as `/dev/null`, a socket): written in place, as a stream;
 //! - `-`, `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`: standard output
-//!   (and `/dev/stderr`, ...: standard error), never renamed over;
+//!   (and `/dev/stderr`, ...: standard error), never renamed over; an
+//!   error before anything runs if that stream was closed when pkc started
+//!   (Rust's runtime then points it at `/dev/null`, which would swallow
+//!   the array and report success);
 //! - a directory, or a path whose directory is missing: an error before
 //!   anything runs.
+//!
+//! Temporary files are named `.pk-out-*.tmp` and held under an exclusive
+//! `flock(2)` while their process lives. A signal that stops pkc (Ctrl-C,
+//! SIGTERM, SIGHUP) removes them first; those a `kill -9` or a crash leaves
+//! behind are unlocked, and the next `--out` into the same directory removes
+//! them (after a second's grace, so that a file another pkc has just created
+//! and not yet locked is never taken for one).
 //!
 //! Invariants:
 //! 1. Nothing that is not a regular file is ever renamed over or removed.
@@ -28,6 +38,7 @@ use pk_runtime::cpu::Error;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One prepared output destination.
 pub struct Output {
@@ -44,8 +55,17 @@ enum Sink {
     /// A temporary file that replaces `dest` on commit.
     Replace {
         dest: PathBuf,
-        tmp: tempfile::NamedTempFile,
+        tmp: Temp,
     },
+}
+
+/// A temporary output file: locked while this process lives (so that a
+/// later sweep can tell it from the leftovers of a dead process) and
+/// removed if a signal stops the process.
+struct Temp {
+    file: tempfile::NamedTempFile,
+    #[cfg(unix)]
+    _on_signal: super::interrupt::Guard,
 }
 
 /// Symbolic links followed before giving up, as the kernel's ELOOP limit.
@@ -56,6 +76,34 @@ fn fail(shown: &str, reason: impl ToString) -> Error {
         path: shown.to_string(),
         reason: reason.to_string(),
     }
+}
+
+/// The standard streams (bit `1 << fd`) that were closed when the process
+/// started, recorded before Rust's runtime reopens them on `/dev/null`.
+static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+
+/// Runs from `.init_array`, before `main` and before Rust's runtime
+/// replaces closed standard descriptors with `/dev/null`: afterwards a
+/// closed stdout cannot be told from `>/dev/null`.
+#[cfg(target_os = "linux")]
+extern "C" fn record_closed_streams() {
+    for fd in [1, 2] {
+        // SAFETY: F_GETFD on a descriptor number reads its flags and
+        // touches no memory; an unopened number fails with EBADF.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            CLOSED_AT_START.fetch_or(1 << fd, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static RECORD_CLOSED_STREAMS: extern "C" fn() = record_closed_streams;
+
+/// Whether descriptor `fd` (1 or 2) was closed when the process started.
+fn closed_at_start(fd: u8) -> bool {
+    CLOSED_AT_START.load(Ordering::Relaxed) & (1 << fd) != 0
 }
 
 /// The standard stream a path names, if it names one.
@@ -98,6 +146,16 @@ impl Output {
     pub fn prepare(path: &Path) -> Result<Output, Error> {
         let shown = path.display().to_string();
         if let Some(sink) = standard_stream(path) {
+            let (fd, stream) = match sink {
+                Sink::Stderr => (2, "standard error"),
+                _ => (1, "standard output"),
+            };
+            if closed_at_start(fd) {
+                return Err(Error::StreamClosed {
+                    path: shown,
+                    stream: stream.into(),
+                });
+            }
             return Ok(Output { shown, sink });
         }
         let dest = resolve(path, &shown)?;
@@ -125,11 +183,7 @@ impl Output {
 
 /// A temporary file in the directory of `dest`, so that the final rename
 /// stays on one file system and is atomic.
-fn temp_beside(
-    dest: &Path,
-    shown: &str,
-    keep: Option<fs::Permissions>,
-) -> Result<tempfile::NamedTempFile, Error> {
+fn temp_beside(dest: &Path, shown: &str, keep: Option<fs::Permissions>) -> Result<Temp, Error> {
     let dir = match dest.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -151,9 +205,22 @@ fn temp_beside(
     };
     #[cfg(unix)]
     b.permissions(new_mode);
-    let tmp = b.tempfile_in(&dir).map_err(|e| fail(shown, e))?;
+    sweep_stale(&dir);
+    let file = b.tempfile_in(&dir).map_err(|e| fail(shown, e))?;
+    #[cfg(unix)]
+    let tmp = {
+        use std::os::fd::AsRawFd;
+        let _on_signal = super::interrupt::remove_on_signal(file.path());
+        // SAFETY: flock on a descriptor this process owns and keeps open;
+        // the lock lasts until the file is closed or the process ends.
+        unsafe { libc::flock(file.as_file().as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        Temp { file, _on_signal }
+    };
+    #[cfg(not(unix))]
+    let tmp = Temp { file };
     if let Some(p) = keep {
-        tmp.as_file()
+        tmp.file
+            .as_file()
             .set_permissions(p)
             .map_err(|e| fail(shown, e))?;
     }
@@ -182,13 +249,93 @@ fn write_parts(w: &mut impl Write, img: &impl Image) -> io::Result<()> {
     img.parts().into_iter().try_for_each(|p| w.write_all(p))
 }
 
+/// How old an unlocked temporary file must be to count as a leftover.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Removes from `dir` the temporary output files (`.pk-out-*.tmp`) and the
+/// kept old outputs (`.pk-old-PID-N`) that processes which have ended left
+/// behind: a temporary file nobody holds locked, older than a second; an
+/// old output whose process is gone. Never fails: what cannot be removed
+/// stays.
+fn sweep_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let path = e.path();
+        let stale = if name.starts_with(".pk-out-") && name.ends_with(".tmp") {
+            unlocked_and_old(&path)
+        } else if let Some(rest) = name.strip_prefix(".pk-old-") {
+            rest.split('-')
+                .next()
+                .and_then(|p| p.parse::<i32>().ok())
+                .is_some_and(|pid| !process_alive(pid))
+        } else {
+            false
+        };
+        if stale {
+            let _ = fs::remove_file(&path);
+        }
+    }
+}
+
+/// Whether the regular file at `path` is older than [`STALE_AFTER`] and no
+/// process holds its lock.
+#[cfg(unix)]
+fn unlocked_and_old(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(m) = fs::symlink_metadata(path) else {
+        return false;
+    };
+    let old = m
+        .modified()
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= STALE_AFTER);
+    if !m.is_file() || !old {
+        return false;
+    }
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor opened here; it is released when `f`
+    // is closed at the end of this function.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+#[cfg(not(unix))]
+fn unlocked_and_old(_: &Path) -> bool {
+    false
+}
+
+/// Whether a process with this id exists (a process of another user
+/// counts as alive).
+#[cfg(unix)]
+fn process_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_: i32) -> bool {
+    true
+}
+
 /// Writes `outputs` with `images` (one each, in the same order) and
 /// commits them together (see the module's invariants).
 pub fn commit(outputs: Vec<Output>, images: &[impl Image]) -> Result<(), Error> {
     // 1. Temporary files, complete and flushed.
     for (o, b) in outputs.iter().zip(images) {
         if let Sink::Replace { tmp, .. } = &o.sink {
-            let mut f = tmp.as_file();
+            let mut f = tmp.file.as_file();
             write_parts(&mut f, b)
                 .and_then(|()| f.sync_all())
                 .map_err(|e| fail(&o.shown, e))?;
@@ -212,13 +359,21 @@ pub fn commit(outputs: Vec<Output>, images: &[impl Image]) -> Result<(), Error> 
     }
     // 3. Renames, undone on failure.
     let mut done: Vec<(PathBuf, Old)> = Vec::new();
+    #[cfg(unix)]
+    let mut kept_guards = Vec::new();
     let mut result = Ok(());
     for o in outputs {
         let Sink::Replace { dest, tmp } = o.sink else {
             continue;
         };
         let old = keep_old(&dest);
-        match tmp.persist(&dest) {
+        // The second name goes if a signal stops the commit; the guards
+        // last until the commit ends.
+        #[cfg(unix)]
+        if let Old::Kept(b) = &old {
+            kept_guards.push(super::interrupt::remove_on_signal(b));
+        }
+        match tmp.file.persist(&dest) {
             Ok(_) => done.push((dest, old)),
             Err(e) => {
                 if let Old::Kept(b) = old {

@@ -219,7 +219,7 @@ pub fn run(a: Args) -> u8 {
             let worst = worst
                 .map(|w| {
                     format!(
-                        " worst at {}: got {}, expected {}",
+                        "; worst at {}: got {}, expected {}",
                         index_str(w, &shape),
                         got.get_f64(w),
                         want.get_f64(w)
@@ -228,7 +228,7 @@ pub fn run(a: Args) -> u8 {
                 .unwrap_or_default();
             let verdict = if c.mismatched == 0 { "ok" } else { "MISMATCH" };
             outln(&format!(
-                "{name}: {verdict}: {}/{} elements outside rtol={:?} atol={:?}; max abs error {:.3e}, max rel error {:.3e};{worst}",
+                "{name}: {verdict}: {}/{} elements outside rtol={:?} atol={:?}; max abs error {:.3e}, max rel error {:.3e}{worst}",
                 c.mismatched, c.total, a.rtol, a.atol, c.max_abs, c.max_rel
             ));
         }

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColorChoice {
-    /// Colour when stderr is a terminal (NO_COLOR turns it off,
-    /// CLICOLOR_FORCE on).
+    /// Colour when stderr is a terminal (NO_COLOR turns it off, and wins
+    /// over CLICOLOR_FORCE, which turns it on).
     Auto,
     Always,
     Never,
@@ -49,6 +49,13 @@ pub struct GlobalArgs {
     /// How diagnostics and results are printed.
     #[arg(long, value_enum, default_value = "human", global = true)]
     pub message_format: MessageFormat,
+    /// Print at most N diagnostics of a file, then a count of the rest
+    /// (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = pk_lang::diag::DEFAULT_MAX_SHOWN, global = true)]
+    pub max_errors: usize,
+    /// Print every diagnostic (the same as --max-errors 0).
+    #[arg(long, global = true, conflicts_with = "max_errors")]
+    pub all_errors: bool,
 }
 
 /// The settings the global flags give.
@@ -58,22 +65,26 @@ pub struct Ui {
     pub quiet: bool,
     pub verbose: bool,
     pub json: bool,
+    /// The most diagnostics printed at once (`None`: all).
+    pub max_errors: Option<usize>,
 }
 
 static UI: OnceLock<Ui> = OnceLock::new();
 
 /// Whether colour is on for `choice`, given the environment's conventions
-/// (`CLICOLOR_FORCE` set and not `0` forces it; `NO_COLOR` set and not
-/// empty turns it off) and whether stderr is a terminal.
+/// (`NO_COLOR` set and not empty turns it off, whatever else is set, as
+/// no-color.org asks; otherwise `CLICOLOR_FORCE` set and not `0` forces
+/// it) and whether stderr is a terminal. Only `--color` overrides
+/// `NO_COLOR`.
 pub fn color_wanted(choice: ColorChoice, env: impl Fn(&str) -> Option<String>, tty: bool) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
         ColorChoice::Auto => {
-            if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
-                true
-            } else if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+            if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
                 false
+            } else if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+                true
             } else {
                 tty
             }
@@ -93,6 +104,11 @@ pub fn init(g: &GlobalArgs) {
         quiet: g.quiet,
         verbose: g.verbose,
         json: g.message_format == MessageFormat::Json,
+        max_errors: if g.all_errors || g.max_errors == 0 {
+            None
+        } else {
+            Some(g.max_errors)
+        },
     });
 }
 
@@ -108,6 +124,7 @@ pub fn ui() -> Ui {
         quiet: false,
         verbose: false,
         json: false,
+        max_errors: Some(pk_lang::diag::DEFAULT_MAX_SHOWN),
     })
 }
 
@@ -135,21 +152,40 @@ pub fn json_line(v: &Value) {
     let _ = writeln!(out, "{v}");
 }
 
-/// Prints front-end diagnostics (as text on stderr, or JSON lines).
-/// Warnings are left out under `-q`.
+/// How to see the diagnostics a cap left out.
+const ALL_ERRORS_HINT: &str = "--all-errors shows every one";
+
+/// Prints front-end diagnostics (as text on stderr, or JSON lines): the
+/// first `--max-errors`, then a count of the rest (as the text line
+/// `... N more errors not shown`, or the JSON object `{"type":
+/// "omitted", "errors", "warnings"}`). Warnings are left out under `-q`.
 pub fn print_diags(diags: &[Diag], sources: &SourceMap) {
     let u = ui();
-    let shown: Vec<Diag> = diags
-        .iter()
-        .filter(|d| d.is_error() || !u.quiet)
-        .cloned()
-        .collect();
+    let kept: Vec<&Diag> = diags.iter().filter(|d| d.is_error() || !u.quiet).collect();
+    if kept.is_empty() {
+        return;
+    }
     if u.json {
-        for d in &shown {
+        let shown = u.max_errors.map_or(kept.len(), |m| m.min(kept.len()));
+        for d in &kept[..shown] {
             json_line(&diag_json(d, sources));
         }
-    } else if !shown.is_empty() {
-        eprint!("{}", pk_lang::diag::render_all(&shown, sources, style()));
+        let rest = &kept[shown..];
+        if !rest.is_empty() {
+            let errors = rest.iter().filter(|d| d.is_error()).count();
+            json_line(&json!({
+                "type": "omitted",
+                "errors": errors,
+                "warnings": rest.len() - errors,
+                "help": ALL_ERRORS_HINT,
+            }));
+        }
+    } else {
+        let kept: Vec<Diag> = kept.into_iter().cloned().collect();
+        eprint!(
+            "{}",
+            pk_lang::diag::render_capped(&kept, sources, style(), u.max_errors, ALL_ERRORS_HINT)
+        );
     }
 }
 
@@ -165,14 +201,37 @@ pub fn print_diagnostic(e: &dyn Diagnostic) {
     } else {
         GraphicalTheme::unicode_nocolor()
     };
-    let mut out = String::new();
-    if GraphicalReportHandler::new_themed(theme)
-        .render_report(&mut out, e)
-        .is_err()
-    {
-        out = format!("error: {e}\n");
-    }
+    // miette panics on some sources (a label past column 65,535 of a
+    // line); the message, code and help are then printed plainly.
+    let drawn = quietly(|| {
+        let mut out = String::new();
+        GraphicalReportHandler::new_themed(theme)
+            .render_report(&mut out, e)
+            .ok()
+            .map(|()| out)
+    });
+    let out = match drawn {
+        Some(Some(out)) => out,
+        _ => {
+            let code = e.code().map(|c| format!("[{c}]")).unwrap_or_default();
+            let help = e
+                .help()
+                .map(|h| format!("  help: {h}\n"))
+                .unwrap_or_default();
+            format!("error{code}: {e}\n{help}")
+        }
+    };
     eprint!("{out}");
+}
+
+/// Runs `f`, turning a panic into `None` without the panic's message
+/// (the caller prints something plainer instead).
+fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    std::panic::set_hook(hook);
+    r
 }
 
 /// A front-end diagnostic as JSON: code, severity, message, the primary
@@ -349,6 +408,18 @@ mod tests {
         assert!(!color_wanted(
             ColorChoice::Auto,
             env(&[("CLICOLOR_FORCE", "0")]),
+            false
+        ));
+        // NO_COLOR wins over CLICOLOR_FORCE (no-color.org), on a terminal
+        // or not.
+        assert!(!color_wanted(
+            ColorChoice::Auto,
+            env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]),
+            true
+        ));
+        assert!(!color_wanted(
+            ColorChoice::Auto,
+            env(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]),
             false
         ));
         // An empty NO_COLOR does not count, as its convention says.

@@ -54,7 +54,7 @@ fn indent(text: &str) -> String {
 pub mod codes;
 mod render;
 
-pub use render::{render, render_all, RenderStyle};
+pub use render::{render, render_all, render_capped, Omitted, RenderStyle, DEFAULT_MAX_SHOWN};
 
 use crate::span::Span;
 

@@ -53,20 +53,89 @@ pub(crate) fn stable(module: &Module<'_>, locations: bool) -> Result<String, Str
     Ok(p.out)
 }
 
-/// MLIR's own (custom-syntax) printing of `module`, with `tpu` memory spaces
-/// and each operation followed by its `.pk` location (`add.pk:19:13`, MLIR's
-/// readable form of locations: for people, not for parsing back).
+/// The first line of [`pretty`]: what the text is and how its memory
+/// spaces read.
+pub const PRETTY_HEADER: &str = "\
+// Mosaic in MLIR's readable form: upstream operations in their own syntax, tpu
+// operations generic, each operation with its .pk location. Memory spaces are the
+// build-time integers: 1 = #tpu.memory_space<vmem>, 2 = smem, 3 = any,
+// 4 = semaphore_mem (where i32 stands for !tpu.dma_semaphore), so that MLIR tools
+// parse it (mlir-opt --allow-unregistered-dialect). libtpu compiles the stable
+// form that `pkc emit stablehlo` embeds.
+";
+
+/// MLIR's own (custom-syntax) printing of `module`, after
+/// [`PRETTY_HEADER`]: build-time memory spaces, and each operation followed
+/// by its `.pk` location in MLIR's syntax (`loc("add.pk":19:13)`, written
+/// in place rather than as `#loc` aliases), so that the text parses back.
 pub(crate) fn pretty(module: &Module<'_>) -> Result<String, String> {
-    let flags = melior::ir::operation::OperationPrintingFlags::new().enable_debug_info(true, true);
+    let flags = melior::ir::operation::OperationPrintingFlags::new().enable_debug_info(true, false);
     let text = module
         .as_operation()
         .to_string_with_flags(flags)
         .map_err(|e| e.to_string())?;
-    let mut s = map_memrefs(&text)?;
+    let mut s = String::from(PRETTY_HEADER);
+    s.push_str(&inline_location_aliases(&text));
     if !s.ends_with('\n') {
         s.push('\n');
     }
     Ok(s)
+}
+
+/// Replaces every `#locN` reference of MLIR's printer by the location it
+/// names and drops the alias definitions (`#locN = loc(...)` lines at the
+/// end), so that each operation shows its location where it stands.
+fn inline_location_aliases(text: &str) -> String {
+    let mut defs: HashMap<&str, &str> = HashMap::new();
+    let mut body = Vec::new();
+    for line in text.lines() {
+        match line.split_once(" = loc(") {
+            Some((name, _)) if name.starts_with("#loc") && !name.contains(' ') => {
+                // `loc(...)` without its `loc(` and `)`.
+                let inner = &line[name.len() + " = loc(".len()..line.len() - 1];
+                defs.insert(name, inner);
+            }
+            _ => body.push(line),
+        }
+    }
+    // Aliases may refer to earlier aliases (fused or named locations).
+    let resolve = |mut s: String| {
+        for _ in 0..8 {
+            if !s.contains("#loc") {
+                break;
+            }
+            s = replace_aliases(&s, &defs);
+        }
+        s
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in body {
+        out.push_str(&resolve(line.to_string()));
+        out.push('\n');
+    }
+    out
+}
+
+/// One pass of alias replacement: `loc(#locN)` becomes `loc(<def>)`, and a
+/// bare `#locN` (inside a fused location) becomes `<def>`.
+fn replace_aliases(s: &str, defs: &HashMap<&str, &str>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("#loc") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let end = 4 + tail[4..]
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(tail.len() - 4);
+        let name = &tail[..end];
+        match defs.get(name) {
+            Some(def) => out.push_str(def),
+            None => out.push_str(name),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 struct Printer {

@@ -64,6 +64,13 @@ pub enum Error {
     #[diagnostic(code(PK1007), help("check that the directory exists and is writable"))]
     WriteFailed { path: String, reason: String },
 
+    #[error("cannot write `{path}`: {stream} was closed when pkc started")]
+    #[diagnostic(
+        code(PK1007),
+        help("give {stream} somewhere to go (a file, a pipe, or `>/dev/null` to discard it), or write the output to a file")
+    )]
+    StreamClosed { path: String, stream: String },
+
     #[error("{message}")]
     #[diagnostic(
         code(PK1010),
@@ -313,7 +320,7 @@ explain! {
     }
     "PK1007" "write-failed" {
         what: "An output .npy file could not be written.",
-        why: "Outputs are written to a temporary file in the same directory and renamed into place, so the directory must exist and be writable.",
+        why: "Outputs are written to a temporary file in the same directory and renamed into place, so the directory must exist and be writable. An output sent to standard output (`--out z=-`) needs standard output open: a closed one (`>&-`) would swallow the array and report success.",
         example: "pkc run add.pk ... --out z=/no/such/dir/z.npy   // error"
     }
     "PK1010" "out-of-bounds" {

@@ -47,6 +47,15 @@ pub enum PjrtError {
     )]
     LibtpuLoad { path: String, reason: String },
 
+    #[error("cannot load libtpu from {path}: {reason}")]
+    #[diagnostic(code(PK2002), help("{hint}"))]
+    LibtpuDamaged {
+        path: String,
+        reason: String,
+        /// What to do, which depends on where the path came from.
+        hint: String,
+    },
+
     #[error("libtpu is already loaded from {loaded}; cannot also load {requested}")]
     #[diagnostic(
         code(PK2003),
@@ -167,10 +176,14 @@ pub const EXPLANATIONS: &[Explanation] = &[
     Explanation {
         code: "PK2002",
         title: "libtpu-load-failed",
-        what: "The libtpu file exists but the dynamic loader refused it, or it does not export \
+        what: "The libtpu file exists but is not a complete shared library for this machine \
+               (checked before it is loaded: its ELF header, program and section headers and \
+               segments must lie inside the file, and the copy in pk's cache must have the \
+               pinned sha256), or the dynamic loader refused it, or it does not export \
                GetPjrtApi.",
         why: "pk talks to libtpu only through the PJRT C API that GetPjrtApi returns; a truncated \
-              download or a different library cannot provide it.",
+              download or a different library cannot provide it. Loading a truncated library \
+              would kill the process with SIGBUS and no message, so pk checks the file first.",
         example: "$ PK_LIBTPU=/usr/lib/libc.so.6 pkc build k.pk\n\
                   error[PK2002]: cannot load libtpu from /usr/lib/libc.so.6: symbol GetPjrtApi not found\n\
                   $ unset PK_LIBTPU; bash .ci/setup-libtpu",

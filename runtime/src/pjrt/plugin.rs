@@ -150,6 +150,10 @@ impl Plugin {
         verbose: bool,
     ) -> Result<&'static Plugin, PjrtError> {
         let path = locate_libtpu(explicit)?;
+        // A truncated library would be mapped and then kill the process
+        // with SIGBUS; the copy in pk's cache is the pinned release.
+        let pinned = cache_libtpu_path().is_some_and(|c| same_file(&c, &path));
+        super::libtpu_file::check(&path, pinned)?;
         // A panic while holding the lock cannot leave the slot half-written,
         // so a poisoned lock is still usable.
         let mut slot = PLUGIN.lock().unwrap_or_else(PoisonError::into_inner);
