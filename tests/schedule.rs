@@ -404,3 +404,59 @@ fn schedule_needs_libtpus_compile_here() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK4002"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_configuration_that_recurs_is_ranked_from_its_kept_schedule_without_a_compile() {
+    if !have_libtpu() {
+        return;
+    }
+    let tmp = TempDir::new("sched-kept");
+    let args = [
+        "tune",
+        "kernels/matmul.pk",
+        "-p",
+        "M=512",
+        "-p",
+        "N=512",
+        "-p",
+        "K=512",
+        "-p",
+        "bm=256",
+        "-p",
+        "bn=256",
+        "-t",
+        "v5e",
+        "--json",
+        "--force",
+    ];
+    let o = pkc_env(tmp.path(), &[], &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let kept = tmp.path().join("tune-cache/schedules");
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&kept)
+        .expect("schedules are kept")
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), 3, "one per configuration compiled");
+    // Mark one entry: a tuning that reads it reports its code size, which
+    // no compile would give.
+    let mut e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&entries[0]).unwrap()).unwrap();
+    e["generated_code_bytes"] = 12345.into();
+    std::fs::write(&entries[0], e.to_string()).unwrap();
+    let o = pkc_env(tmp.path(), &[], &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let codes: Vec<u64> = r["best"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["generated_code_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        codes.iter().filter(|&&c| c == 12345).count(),
+        1,
+        "{codes:?}"
+    );
+    assert!(named(tmp.path(), "pk-schedule-").is_empty());
+}

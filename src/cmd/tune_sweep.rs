@@ -16,6 +16,8 @@ use super::ui::progress;
 use pk_runtime::cpu::Error as CpuError;
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
 use pk_runtime::pjrt::{Captured, MemoryStats, PjrtError, Plugin, TpuTarget};
+use pk_runtime::schedule::cache as kept_schedule;
+use pk_runtime::tune::cache;
 use pk_runtime::tune::model::{self, Generation, Prediction};
 use pk_runtime::tune::report::Status;
 use pk_runtime::tune::schedule::{self as sched, ScheduleEstimate};
@@ -137,6 +139,12 @@ pub(super) fn stage(
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     let g = Generation::of(target);
+    // `--eval schedule`: schedules already captured are kept beside the
+    // tuning cache, so a configuration that recurs is not compiled again.
+    let kept = (a.eval == Eval::Schedule)
+        .then(|| cache::dir(a.tuned_cache.as_deref()))
+        .flatten()
+        .map(|d| d.join("schedules"));
     // Each worker takes the next configuration: check and lower it for the
     // target, then compile it with libtpu.
     std::thread::scope(|s| {
@@ -147,7 +155,7 @@ pub(super) fn stage(
                 let mut o = lower(a, space, c, target, g, given);
                 if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
                     let (compiled, captured) = match module_of(cand, target) {
-                        Ok(m) => compile_module(p, target, m),
+                        Ok(m) => compile_cached(p, target, m, kept.as_deref()),
                         Err(e) => (Err(e), Captured::Off),
                     };
                     o = with_compile(o, compiled);
@@ -448,6 +456,41 @@ pub(super) fn compile_module(
         Ok(ck) => (Ok((ck.generated_code_bytes, ck.memory_stats)), ck.schedule),
         Err(e) => (Err(refusal(&e)), Captured::Off),
     }
+}
+
+/// [`compile_module`], answered from the schedules kept in `kept` when the
+/// same module was compiled for `target` before; a new schedule is kept.
+fn compile_cached(
+    plugin: &'static Plugin,
+    target: TpuTarget,
+    stablehlo: &str,
+    kept: Option<&Path>,
+) -> (tune_ray::Compiled, Captured) {
+    let key = kept.map(|_| kept_schedule::key(stablehlo, target));
+    if let (Some(dir), Some(key)) = (kept, &key) {
+        if let Some(c) = kept_schedule::load(dir, key) {
+            return (
+                Ok((c.generated_code_bytes, c.memory)),
+                Captured::Read(c.schedule),
+            );
+        }
+    }
+    let (compiled, captured) = compile_module(plugin, target, stablehlo);
+    if let (Some(dir), Some(key), Ok((code, memory)), Captured::Read(s)) =
+        (kept, key, &compiled, &captured)
+    {
+        // A schedule that cannot be kept is compiled again next time.
+        let _ = kept_schedule::store(
+            dir,
+            &kept_schedule::Compiled {
+                key,
+                generated_code_bytes: *code,
+                memory: *memory,
+                schedule: s.clone(),
+            },
+        );
+    }
+    (compiled, captured)
 }
 
 /// libtpu's reason for refusing a configuration, on one line: its status

@@ -24,6 +24,7 @@
 //! exit, nested loops included; `trips` is set only when the program states
 //! it (a pipelined window's `iteration_bounds`).
 
+pub mod cache;
 mod parse;
 
 pub use parse::{parse_dir, parse_kernel, FormatError};

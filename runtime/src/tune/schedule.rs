@@ -29,12 +29,14 @@ use super::work::Work;
 use crate::schedule::KernelSchedule;
 
 /// Fixed cost of one grid step beyond its scheduled bundles and its copies
-/// (DMA issue latency and completion, semaphore waits the static program
-/// shows as one bundle), seconds. Calibrated on one published measurement
+/// (DMA latency and completion, the waits the static program shows as one
+/// bundle), seconds. Calibrated on one published measurement
 /// (docs/tuning.md): the Pallas TPU matmul guide's 350 ns per grid step of
-/// a 128 x 128 x 128 bf16 matmul on a v5e, less the copies of that step,
-/// which bound it.
-pub const SCHEDULE_STEP_OVERHEAD_S: f64 = 0.27e-6;
+/// an 8192^3 bf16 matmul with 128 x 128 x 128 blocks on a v5e (262,144
+/// steps in 91.8 ms), less the 167 bundles (111 ns at 1.50 GHz) libtpu
+/// 0.0.51 schedules for that step of kernels/matmul.pk, which outlast its
+/// 80 ns of copies.
+pub const SCHEDULE_STEP_OVERHEAD_S: f64 = 0.24e-6;
 
 /// What the schedule says of one configuration.
 #[derive(Debug, Clone, PartialEq)]
