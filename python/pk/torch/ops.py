@@ -57,8 +57,8 @@ from . import _convert, _register, _vjp
 #: The torch namespace of the library's ops.
 NAMESPACE = "pk"
 
-#: Functions of pk.ops that run no kernel.
-_NOT_OPS = frozenset({"kernels_dir", "make_group_metadata"})
+#: Functions of pk.ops that run no kernel (``checks`` is a context manager).
+NOT_OPS = frozenset({"kernels_dir", "make_group_metadata", "checks"})
 
 #: The inference kernels: forward only, as in pk.ops.
 FORWARD_ONLY = frozenset(
@@ -325,7 +325,7 @@ def _make(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 __all__: list[str] = []
 for _name in pk.ops.__all__:
-    if _name in _NOT_OPS:
+    if _name in NOT_OPS:
         continue
     globals()[_name] = _make(_name, getattr(pk.ops, _name))
     __all__.append(_name)
