@@ -208,11 +208,13 @@ fn compile_targets(
                     .schedule
                     .as_ref()
                     .and_then(|s| s.kernel())
-                    .map_or(String::new(), |s| format!(", {} bundles", s.bundles));
+                    .map_or(String::new(), |s| {
+                        format!(", {} bundles scheduled", s.bundles)
+                    });
                 summary(
                     a,
                     &format!(
-                        "{:<24} {:<6} {:>9} bytes of TPU code{bundles}, compiled in {:.0} ms",
+                        "{:<24} {:<6} {:>9} bytes of TPU code, compiled in {:.0} ms{bundles}",
                         k.dir_name,
                         target.name(),
                         art.report.generated_code_bytes,
