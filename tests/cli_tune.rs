@@ -238,7 +238,7 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains(&format!("(model): {want}")),
+        stderr(&o).contains(&format!("(schedule): {want}")),
         "{}",
         stderr(&o)
     );
