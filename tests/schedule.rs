@@ -460,3 +460,56 @@ fn a_configuration_that_recurs_is_ranked_from_its_kept_schedule_without_a_compil
     );
     assert!(named(tmp.path(), "pk-schedule-").is_empty());
 }
+
+#[test]
+fn every_generations_schedule_reads_and_states_the_steps_a_core_runs() {
+    if !have_libtpu() {
+        return;
+    }
+    let tmp = TempDir::new("sched-all");
+    let out = tmp.path().join("pkg");
+    let o = pkc_env(
+        tmp.path(),
+        &[],
+        &[
+            "build",
+            "kernels/matmul.pk",
+            "--target",
+            "all",
+            "--aot",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(common::codes_in(&stderr(&o)).is_empty(), "{}", stderr(&o));
+    // 1024^3 at 256 / 256 / 512: a 4 x 4 x 2 grid of 32 steps, plus the
+    // pipeline's fill and drain. v5p's megacore splits the 16 parallel
+    // (i, j) pairs between its cores: 16 steps each. libtpu 0.0.51's v4
+    // program runs all 32 in one loop.
+    for (t, trips, matmul_slots) in [
+        ("v4", 34, 4),
+        ("v5e", 34, 4),
+        ("v5p", 18, 4),
+        ("v6e", 34, 2),
+        ("tpu7x", 34, 2),
+    ] {
+        let k = kernel_of(&aot_report(&out, t));
+        let main = k["loops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["depth"] == 0)
+            .max_by_key(|l| l["bundles"].as_u64())
+            .cloned()
+            .unwrap_or_else(|| panic!("{t}: no loop in {k}"));
+        assert_eq!(main["trips"], trips, "{t}");
+        let cap = k["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["unit"] == "MATMUL")
+            .map(|u| u["capacity"].clone());
+        assert_eq!(cap, Some(matmul_slots.into()), "{t}");
+    }
+}

@@ -197,3 +197,36 @@ fn tpu7x_runs_a_kernel_on_one_core_of_its_device_and_megacores_split_parallel_st
     let e5 = 32.0 * (flops / (459e12 / 2.0) + 0.35e-6);
     assert!((t5 - e5).abs() < 1e-12, "{t5} vs {e5}");
 }
+
+#[test]
+fn a_megacore_program_whose_loop_runs_every_step_is_not_split() {
+    let g = Generation::of(TpuTarget::V5p);
+    let clock = g.clock_hz();
+    let w = Work {
+        bytes_in: 0,
+        first_in_bytes: 0,
+        last_out_bytes: 0,
+        ..work(8)
+    };
+    // The loop states 10 trips for 8 steps: one core runs all 8, then the
+    // 2 trips of fill and drain.
+    let mut p = program(Some(1));
+    p.loops[0].trips = Some(10);
+    let e = schedule::predict(g, &p, &w);
+    let step = 800.0 / clock + SCHEDULE_STEP_OVERHEAD_S;
+    let expected = 8.0 * step + 200.0 / clock + 2.0 * 800.0 / clock;
+    assert!(
+        (e.prediction.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        e.prediction.seconds
+    );
+    // Stating 6 trips (4 steps a core): the steps are split.
+    p.loops[0].trips = Some(6);
+    let e = schedule::predict(g, &p, &w);
+    let expected = 4.0 * step + 200.0 / clock + 2.0 * 800.0 / clock;
+    assert!(
+        (e.prediction.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        e.prediction.seconds
+    );
+}

@@ -149,9 +149,16 @@ pub fn parse_kernel(
     utilization: &str,
     utilization_path: &Path,
 ) -> Result<KernelSchedule, FormatError> {
-    let (total, empty) = parse_analysis(analysis, analysis_path)?;
-    let (units, rows) = parse_utilization(utilization, utilization_path)?;
     let program = parse_bundles(bundles, bundles_path)?;
+    // libtpu writes no analysis (an empty file) for a program of empty
+    // bundles only, such as v4's late initialisation.
+    let n = program.addresses.len() as u64;
+    let (total, empty) = if analysis.trim().is_empty() && program.empty == n {
+        (n, n)
+    } else {
+        parse_analysis(analysis, analysis_path)?
+    };
+    let (units, rows) = parse_utilization(utilization, utilization_path)?;
     if program.addresses.len() as u64 != total {
         return Err(err(
             bundles_path,
@@ -297,6 +304,8 @@ struct RawLoop {
 
 struct Program {
     addresses: Vec<u64>,
+    /// Bundles that issue nothing (`{}`).
+    empty: u64,
     loops: Vec<RawLoop>,
     predicated: u64,
     windows: Vec<Window>,
@@ -355,6 +364,7 @@ fn parse_bundles(text: &str, path: &Path) -> Result<Program, FormatError> {
     // Open loops, outermost first, as indices into `loops`.
     let mut open: Vec<usize> = Vec::new();
     let mut predicated = 0u64;
+    let mut empty = 0u64;
     let mut windows = Vec::new();
     let mut pending: Option<Window> = None;
     let mut in_key = false;
@@ -395,6 +405,7 @@ fn parse_bundles(text: &str, path: &Path) -> Result<Program, FormatError> {
             // An empty bundle (`{}`) is printed without its nesting: it
             // stays in the loops open around it.
             let depth = if b.body.starts_with("{}") {
+                empty += 1;
                 open.len() as u32
             } else {
                 b.depth
@@ -464,6 +475,7 @@ fn parse_bundles(text: &str, path: &Path) -> Result<Program, FormatError> {
     windows.retain(|w| !w.window_bounds.is_empty());
     Ok(Program {
         addresses,
+        empty,
         loops,
         predicated,
         windows,
@@ -484,6 +496,46 @@ mod tests {
         assert_eq!((b.address, b.depth), (0x1a2, 2));
         assert!(bundle_line("window_bounds: (16, 1)").is_none());
         assert!(bundle_line("hlo: name.1").is_none());
+    }
+
+    /// v4's late initialisation as libtpu 0.0.51 writes it: one empty
+    /// bundle and an empty schedule analysis.
+    #[test]
+    fn an_empty_program_needs_no_analysis_but_a_bundle_program_does() {
+        let bundles = "= control target key start\nLH: loop header\n= control target key end\n\n     0   :  {} /* Start/End empty region 0 */\n";
+        let util = "== CAPACTIY:\nMATMUL, SALU\n    4     2\n== UTILIZATION:\n0 0\n";
+        let p = Path::new("x");
+        let k = parse_kernel(bundles, p, "", p, util, p).expect("an empty program reads");
+        assert_eq!((k.bundles, k.empty_bundles), (1, 1));
+        let busy = bundles.replace("{}", "{ %1 = smov.u32 0 }");
+        let e = parse_kernel(&busy, p, "", p, util, p).expect_err("no analysis");
+        assert!(e.expected.contains("Schedule analysis"), "{e}");
+    }
+
+    #[test]
+    fn a_changed_format_is_an_error_naming_the_line() {
+        let bundles = "     0   :  { %1 = smov.u32 0 }\n   0x1 LX: > { %2 = sadd.s32 1, %1 }\n";
+        let analysis = "Schedule analysis:\n\ttotal scheduled bundles:    2\n\tempty scheduled bundles:    0\n";
+        let util = "== CAPACTIY:\nMATMUL, SALU\n    4     2\n== UTILIZATION:\n0 1\n0 1\n";
+        let p = Path::new("k-final_bundles.txt");
+        let e = parse_kernel(bundles, p, analysis, p, util, p).expect_err("unknown marker");
+        assert_eq!((e.line, e.file.as_str()), (2, "k-final_bundles.txt"));
+        assert!(e.expected.contains("not `LX`"), "{e}");
+        // One utilization row short of the bundles.
+        let short = "== CAPACTIY:\nMATMUL, SALU\n    4     2\n== UTILIZATION:\n0 1\n";
+        let ok = bundles.replace("LX", "LB");
+        let e = parse_kernel(&ok, p, analysis, p, short, p).expect_err("rows");
+        assert!(e.expected.contains("one utilization row per bundle"), "{e}");
+        // A unit used past its capacity.
+        let over = "== CAPACTIY:\nMATMUL, SALU\n    4     2\n== UTILIZATION:\n0 1\n0 3\n";
+        let e = parse_kernel(&ok, p, analysis, p, over, p).expect_err("capacity");
+        assert_eq!(e.line, 6);
+        let k = parse_kernel(&ok, p, analysis, p, util, p).expect("reads");
+        assert_eq!(k.loops.len(), 1);
+        assert_eq!(
+            (k.loops[0].start, k.loops[0].bundles, k.loops[0].slots[1]),
+            (1, 1, 1)
+        );
     }
 
     #[test]

@@ -59,7 +59,10 @@ pub struct Generation {
     /// TensorCores per device that one kernel's `parallel` steps are split
     /// across (2 on a megacore device).
     pub cores: u32,
-    /// MXUs per TensorCore (the `MATMUL` capacity of libtpu's schedule).
+    /// MXUs per TensorCore: 4 on every generation (the `MATMUL` slots per
+    /// bundle of libtpu's v4, v5e and v5p programs; v6e and TPU7x issue 2
+    /// matmul slots a bundle, and 4 is what their published peaks give at
+    /// their clocks).
     pub mxus: u32,
     /// MXU systolic array side (128 x 128 or 256 x 256).
     pub mxu_dim: u64,

@@ -20,7 +20,8 @@
 //!   trips beyond the grid's steps that its exit test states (the
 //!   pipeline's fill and drain stages).
 //! - Steps of `parallel` axes are shared by the TensorCores of a megacore
-//!   device, as in the roofline model.
+//!   device, as in the roofline model, unless the grid's loop states that
+//!   one core runs them all (trips at least the grid's steps).
 //!
 //! Cycles become seconds at the clock of [`Generation::clock_hz`].
 
@@ -103,7 +104,13 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
     let outside_bundles = s
         .bundles
         .saturating_sub(main.map_or(s.bundles, |m| m.bundles));
-    let cores_used = if w.parallel_steps >= g.cores as u64 {
+    // The grid's loop states the steps one core runs: a megacore program
+    // whose loop runs every step (libtpu 0.0.51's v4 matmul: 34 trips for
+    // 32 steps, where v5p's runs 18) is not split between the cores.
+    let one_core_runs_all = main
+        .and_then(|m| m.trips)
+        .is_some_and(|t| t >= w.steps.max(1));
+    let cores_used = if w.parallel_steps >= g.cores as u64 && !one_core_runs_all {
         g.cores as f64
     } else {
         1.0
