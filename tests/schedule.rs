@@ -293,6 +293,7 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
         return;
     }
     let tmp = TempDir::new("sched-tune");
+    let plot = tmp.path().join("space.svg");
     let args = [
         "tune",
         "kernels/matmul.pk",
@@ -311,6 +312,8 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
         "--json",
         "-j",
         "1",
+        "--plot",
+        plot.to_str().unwrap(),
     ];
     let o = pkc_env(tmp.path(), &[], &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -342,6 +345,9 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
         );
         assert!(row["predicted_seconds"].as_f64().unwrap() > 0.0);
     }
+    // The plot says the times are predicted.
+    let svg = std::fs::read_to_string(&plot).expect("the plot is written");
+    assert!(svg.contains("ranked (predicted time per call)"), "{svg}");
     // Sorted by the schedule's time.
     let times: Vec<f64> = best
         .iter()
