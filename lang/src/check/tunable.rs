@@ -1,5 +1,6 @@
 //! Tunable parameters: the candidates a parameter declares (`bm = 256 in
-//! [128, 256, 512]`, `in 128..=1024 step 128`, `in pow2(128, 1024)`) and the
+//! [128, 256, 512]`, `in 128..=1024 step 128`, `in pow2(128, 1024)`, and
+//! lists that join powers of two and values, `in [pow2(128, K), K]`) and the
 //! kernel's `where` constraints between parameters.
 //!
 //! The checker evaluates the candidates of every parameter it checks and
@@ -87,9 +88,19 @@ impl KernelCx<'_> {
         let mut b = self.constant(ck);
         let mut values = match c {
             Candidates::List(items, span) => {
+                // An element `pow2(lo, hi)` stands for its powers of two, so
+                // that `[pow2(128, K), K]` reaches the whole dimension when
+                // it is not a power of two; such an element may be empty
+                // (`pow2(128, K)` for K = 64) as long as the list is not.
                 let mut out = Vec::new();
                 for e in items {
-                    out.push(known_int(&mut b, e)?);
+                    match pow2_call(e) {
+                        Some((lo, hi)) => {
+                            let (lo, hi) = (known_int(&mut b, lo)?, known_int(&mut b, hi)?);
+                            out.extend(powers_of_two(lo, hi));
+                        }
+                        None => out.push(known_int(&mut b, e)?),
+                    }
                 }
                 if out.is_empty() {
                     b.error(empty(*span, "the list has no values"));
@@ -130,10 +141,7 @@ impl KernelCx<'_> {
             }
             Candidates::Pow2 { lo, hi, span } => {
                 let (lo, hi) = (known_int(&mut b, lo)?, known_int(&mut b, hi)?);
-                let out: Vec<i64> = (0..62)
-                    .map(|s| 1i64 << s)
-                    .filter(|v| (lo..=hi).contains(v))
-                    .collect();
+                let out = powers_of_two(lo, hi);
                 if out.is_empty() {
                     b.error(empty(
                         *span,
@@ -205,6 +213,29 @@ impl KernelCx<'_> {
 
 /// A candidate as a known integer; `None` (silently) when it depends on a
 /// parameter without a value, as every rule on unknown sizes is skipped.
+/// The powers of two in `lo..=hi`.
+fn powers_of_two(lo: i64, hi: i64) -> Vec<i64> {
+    (0..62)
+        .map(|s| 1i64 << s)
+        .filter(|v| (lo..=hi).contains(v))
+        .collect()
+}
+
+/// The bounds of a list element written `pow2(lo, hi)`.
+fn pow2_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    match &e.kind {
+        ast::ExprKind::Call(path, args)
+            if path.segments.len() == 1
+                && path.segments[0].name == "pow2"
+                && args.len() == 2
+                && args.iter().all(|a| a.name.is_none()) =>
+        {
+            Some((&args[0].value, &args[1].value))
+        }
+        _ => None,
+    }
+}
+
 fn known_int(b: &mut Builder, e: &Expr) -> Option<i64> {
     match b.const_expr(e) {
         Val::Int(d) => d.known(),
