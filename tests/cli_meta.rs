@@ -260,9 +260,112 @@ fn bad_masks_and_sizes_have_codes_and_write_nothing() {
 
 #[test]
 fn every_splash_code_is_explained() {
-    for c in ["PK5101", "PK5102", "PK5103", "PK5104"] {
+    for c in ["PK5101", "PK5102", "PK5103", "PK5104", "PK5105"] {
         let o = pkc(&["explain", c]);
         assert_eq!(code(&o), 0, "{c}");
         assert!(stdout(&o).contains("What"), "{c}: {}", stdout(&o));
+    }
+}
+
+/// A mask info that cannot fit in memory is refused at once, with a code,
+/// before anything is allocated (`--sq 4194304` in blocks of 8 is a grid
+/// of 2^38 blocks), and nothing is written.
+#[test]
+fn mask_info_past_memory_is_refused_at_once() {
+    let dir = TempDir::new("meta-huge");
+    let t = std::time::Instant::now();
+    let o = pkc(&[
+        "meta",
+        "splash",
+        "--mask",
+        "causal",
+        "--sq",
+        "4194304",
+        "--bq",
+        "8",
+        "--bkv",
+        "8",
+        "-o",
+        dir.arg(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("PK5105"), "{err}");
+    assert!(
+        err.contains("the mask info of 524288 x 524288 blocks needs"),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+}
+
+/// The builder's time follows the mask info it writes: a causal mask of
+/// 131072 x 131072 (17 billion entries) in blocks of 128 is a grid of
+/// 1024 x 1024 blocks, built in seconds. The arrays are checked against
+/// their values worked out by hand: below the diagonal every block is
+/// full, on it partial (all the same lower triangle), above it empty; a
+/// skipped step fetches the next row's first block (column 0), and by
+/// columns, block (j, i) fetches query block max(i, j).
+#[test]
+fn a_large_causal_mask_info_is_built_in_time_proportional_to_it() {
+    let dir = TempDir::new("meta-large");
+    let t = std::time::Instant::now();
+    let o = pkc(&[
+        "meta",
+        "splash",
+        "--mask",
+        "causal",
+        "--sq",
+        "131072",
+        "--bq",
+        "128",
+        "--bkv",
+        "128",
+        "-o",
+        dir.arg(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t.elapsed()
+    );
+    let n = 1024usize;
+    let ints = |name: &str| -> Vec<i32> {
+        let a = npy::read(&dir.path().join(format!("{name}.npy"))).expect(name);
+        assert_eq!(a.shape, vec![n, n], "{name}");
+        a.data
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let block_mask = ints("block_mask");
+    let data_next = ints("data_next");
+    let mask_next = ints("mask_next");
+    let dkv_block_mask = ints("dkv_block_mask");
+    let dkv_data_next = ints("dkv_data_next");
+    for i in 0..n {
+        for j in 0..n {
+            let kind = match j.cmp(&i) {
+                std::cmp::Ordering::Less => 2,
+                std::cmp::Ordering::Equal => 1,
+                std::cmp::Ordering::Greater => 0,
+            };
+            assert_eq!(block_mask[i * n + j], kind, "({i}, {j})");
+            assert_eq!(dkv_block_mask[j * n + i], kind, "({j}, {i})");
+            let next = if j <= i { j } else { 0 };
+            assert_eq!(data_next[i * n + j] as usize, next, "({i}, {j})");
+            assert_eq!(dkv_data_next[j * n + i] as usize, i.max(j), "({j}, {i})");
+        }
+    }
+    assert!(mask_next.iter().all(|&m| m == 0));
+    let blocks = npy::read(&dir.path().join("mask_blocks.npy")).expect("mask_blocks");
+    assert_eq!(blocks.shape, vec![1, 128, 128]);
+    for (e, &b) in blocks.data.iter().enumerate() {
+        assert_eq!(b, u8::from(e % 128 <= e / 128), "entry {e}");
     }
 }

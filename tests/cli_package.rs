@@ -188,6 +188,23 @@ fn each_package_code_is_reported_by_verify_and_run() {
             "PK3011",
             Box::new(|d: &Path| edit_manifest(d, |m| m["operands"][0]["shape"][0] = 32.into())),
         ),
+        (
+            // A block size of the side table edited, its hash recomputed.
+            "PK3013",
+            Box::new(|d: &Path| {
+                let path = d.join("kernel.wasm.json");
+                let mut c: serde_json::Value =
+                    serde_json::from_slice(&fs::read(&path).expect("read")).expect("JSON");
+                c["operands"][0]["block"][0] = 16.into();
+                let bytes = serde_json::to_vec_pretty(&c).expect("serialize");
+                fs::write(&path, &bytes).expect("write");
+                let sha = pk_runtime::package::sha256_hex(&bytes);
+                edit_manifest(d, |m| {
+                    m["files"]["kernel.wasm.json"] =
+                        serde_json::json!({"sha256": sha, "bytes": bytes.len()});
+                });
+            }),
+        ),
     ];
     for (expected, damage) in cases {
         let out = TempDir::new("pkg-codes");
@@ -417,4 +434,111 @@ fn a_dynamic_grid_axis_survives_the_package() {
         text.contains("PK3011") && text.contains("`t in (element 0 of operand 0) <= 6 parallel`"),
         "{text}"
     );
+}
+
+/// `-o` naming a package, or a directory inside one, would nest a package
+/// in it (which then fails verification): refused with PK3014, the outer
+/// package left as it was.
+#[test]
+fn build_into_a_package_is_refused_and_the_package_stays_whole() {
+    let out = TempDir::new("pkg-nest");
+    let dir = build_add(&out);
+    let before: Vec<String> = fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .collect();
+    for inner in [dir.clone(), dir.join("sub"), dir.join("aot")] {
+        let mut args = vec!["build", "kernels/add.pk", "-o", s(&inner)];
+        args.extend_from_slice(SMALL_ADD);
+        let o = pkc(&args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 1, "{}: {err}", inner.display());
+        assert!(err.contains("PK3014"), "{err}");
+        assert!(err.contains("inside the kernel package"), "{err}");
+    }
+    let after: Vec<String> = fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(after, before);
+    let o = pkc(&["verify", s(&dir)]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+}
+
+/// Two kernels with one package name in one build: PK3015, and nothing is
+/// written, the first package included.
+#[test]
+fn duplicate_packages_are_refused_before_anything_is_written() {
+    let src = TempDir::new("pkg-dup-src");
+    let add = fs::read(common::root().join("kernels/add.pk")).expect("read");
+    fs::create_dir_all(src.path().join("a")).expect("mkdir");
+    fs::create_dir_all(src.path().join("b")).expect("mkdir");
+    fs::write(src.path().join("a/add.pk"), &add).expect("write");
+    fs::write(src.path().join("b/add.pk"), &add).expect("write");
+    let out = TempDir::new("pkg-dup");
+    let (a, b) = (src.path().join("a/add.pk"), src.path().join("b/add.pk"));
+    let mut args = vec!["build", s(&a), s(&b), "-o", out.arg()];
+    args.extend_from_slice(SMALL_ADD);
+    let o = pkc(&args);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("PK3015"), "{err}");
+    assert!(err.contains("add-M16-N256-bm8-bn128"), "{err}");
+    assert!(err.contains("nothing was"), "{err}");
+    assert_eq!(out.entries(), Vec::<String>::new());
+    // The same file twice is the same clash.
+    let mut args = vec!["build", s(&a), s(&a), "-o", out.arg()];
+    args.extend_from_slice(SMALL_ADD);
+    let o = pkc(&args);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK3015"), "{}", stderr(&o));
+    assert_eq!(out.entries(), Vec::<String>::new());
+}
+
+/// A package path that is a symbolic link loop is not a package (PK3001)
+/// for every command that takes one, not an unreadable source (PK0009).
+#[cfg(unix)]
+#[test]
+fn a_package_path_that_is_a_link_loop_is_not_a_package() {
+    let out = TempDir::new("pkg-loop");
+    let a = out.path().join("a");
+    let b = out.path().join("b");
+    std::os::unix::fs::symlink(&b, &a).expect("link");
+    std::os::unix::fs::symlink(&a, &b).expect("link");
+    for cmd in ["run", "test", "bench", "verify"] {
+        let mut args = vec![cmd, s(&a)];
+        if cmd == "test" {
+            args.extend(["--expect", "z=z.npy"]);
+        }
+        let o = pkc(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 1, "{cmd}: {all}");
+        assert!(all.contains("PK3001"), "{cmd}: {all}");
+        assert!(!all.contains("PK0009"), "{cmd}: {all}");
+    }
+}
+
+/// A kernel whose name is 240 characters builds: the temporary directory a
+/// package is written in has a name within the 255-byte limit too.
+#[test]
+fn a_kernel_with_a_240_character_name_builds() {
+    let src = TempDir::new("pkg-long");
+    let name = format!("add_{}", "k".repeat(236));
+    assert_eq!(name.len(), 240);
+    let add = fs::read_to_string(common::root().join("kernels/add.pk")).expect("read");
+    let file = src.file(
+        "long.pk",
+        add.replace("kernel add<", &format!("kernel {name}<"))
+            .as_bytes(),
+    );
+    let out = TempDir::new("pkg-long-out");
+    let o = pkc(&["build", s(&file), "-o", out.arg()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(out.entries(), vec![name.clone()]);
+    let o = pkc(&["verify", s(&out.path().join(&name))]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    // Built again, it replaces itself.
+    let o = pkc(&["build", s(&file), "-o", out.arg()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(out.entries(), vec![name]);
 }

@@ -373,6 +373,78 @@ fn mxu_reads_full_blocks_from_the_arrays() {
     }
 }
 
+/// Outputs that only the MXU and constant fills write are marked so (the
+/// host may write their full blocks in the output array itself), and the
+/// dots name the ref they write; outputs the kernel's code stores to are
+/// not. The results are those of blocks in VMEM: a zeroed block
+/// accumulating a product per step, a product stored, a product added to
+/// a block nothing wrote (poison: NaN), a constant fill, and a block left
+/// unwritten (NaN), on one and two threads. `b = 2 * identity`, so every
+/// product is exact.
+#[test]
+fn mxu_writes_output_blocks_in_the_arrays() {
+    let facts = |file: &str| -> Vec<(String, bool)> {
+        build(file, &[])
+            .manifest()
+            .refs
+            .iter()
+            .map(|r| (r.name.clone(), r.mxu_out))
+            .collect()
+    };
+    let f = |n: &str, v| (n.to_string(), v);
+    assert_eq!(
+        facts("tests/cpu/dot_into_output.pk"),
+        [f("a", false), f("b", false), f("c", true), f("d", true)]
+    );
+    assert_eq!(
+        facts("kernels/matmul.pk"),
+        [f("a", false), f("b", false), f("c", true)]
+    );
+    // `y` is stored from a scratch buffer by the kernel's code.
+    assert_eq!(
+        facts("tests/cpu/dot_accumulate.pk"),
+        [
+            f("a", false),
+            f("b", false),
+            f("y", false),
+            f("z", false),
+            f("acc", false),
+            f("acc2", false)
+        ]
+    );
+    let w = cpu_support::lower("kernels/matmul.pk");
+    let c = w.manifest.refs.iter().position(|r| r.name == "c");
+    let out: Vec<Option<usize>> = w
+        .manifest
+        .dots
+        .iter()
+        .map(|d| d.out_ref.map(|r| r as usize))
+        .collect();
+    assert_eq!(out, [c]);
+
+    let k = build("tests/cpu/dot_into_output.pk", &[]);
+    let (a, aa) = ints_f32(&[32, 128], |i| ((i * 7) % 9) as f32 - 4.0);
+    for t in [1, 2] {
+        let out = k
+            .run(vec![aa.clone(), twice_identity(128)], &threads(t))
+            .expect("runs");
+        let (c, d) = (out[0].to_f32(), out[1].to_f32());
+        for i in 0..32 * 128 {
+            assert_eq!(c[i], 4.0 * a[i], "c[{i}] on {t} threads");
+            let want = match i / (8 * 128) {
+                0 => 2.0 * a[i],
+                2 => 3.0,
+                _ => f32::NAN,
+            };
+            assert!(
+                d[i] == want || want.is_nan() && d[i].is_nan(),
+                "d[{i}] = {} on {t} threads, want {want}",
+                d[i]
+            );
+        }
+    }
+}
+
 /// Pinned and free-moving workers give the same bits.
 #[test]
 fn pinning_workers_changes_no_result() {

@@ -15,6 +15,9 @@ pub enum LexError {
     UnterminatedComment,
     IntTooLarge,
     BadFloat,
+    /// A float literal past the largest 64-bit float, which would read as
+    /// infinity.
+    FloatTooLarge,
 }
 
 fn block_comment(lex: &mut LogosLexer<Tok>) -> Result<logos::Skip, LexError> {
@@ -55,7 +58,11 @@ fn parse_int(lex: &mut LogosLexer<Tok>) -> Result<u64, LexError> {
 
 fn parse_float(lex: &mut LogosLexer<Tok>) -> Result<f64, LexError> {
     let s: String = lex.slice().chars().filter(|c| *c != '_').collect();
-    s.parse::<f64>().map_err(|_| LexError::BadFloat)
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(LexError::FloatTooLarge),
+        Err(_) => Err(LexError::BadFloat),
+    }
 }
 
 /// A string literal's text without its quotes; `\"`, `\\` and `\n` are
@@ -390,7 +397,9 @@ pub fn lex(text: &str) -> (Vec<Spanned>, Vec<LexErrorAt>) {
                 // parser goes on without a follow-on error.
                 match kind {
                     LexError::IntTooLarge => toks.push((sp.start, Tok::Int(u64::MAX), sp.end)),
-                    LexError::BadFloat => toks.push((sp.start, Tok::Float(0.0), sp.end)),
+                    LexError::BadFloat | LexError::FloatTooLarge => {
+                        toks.push((sp.start, Tok::Float(0.0), sp.end))
+                    }
                     _ => {}
                 }
                 // Merge runs of adjacent invalid characters into one error.

@@ -13,6 +13,7 @@ pub mod ast;
 pub mod check;
 pub mod depth;
 pub mod diag;
+pub mod files;
 pub mod ir;
 pub mod lexer;
 pub mod parse;
@@ -76,6 +77,55 @@ pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Modu
     compile_in(name, text, None, opts)
 }
 
+/// Compiles a kernel again from the sources a kernel package carries (its
+/// CPU reference's side table): `files` are every file the build loaded,
+/// the root first, by the names they were loaded under, so that the
+/// result's source map and locations are the build's. Sibling modules come
+/// from `files`, never from the disk; the standard library is this pk's.
+pub fn compile_embedded(files: &[(String, String)], opts: &Options) -> Result<ir::Module, Failure> {
+    let Some((name, text)) = files.first() else {
+        let mut sources = SourceMap::new();
+        let root = sources.add("<package>", "");
+        let d = Diag::new(
+            &codes::IO_ERROR,
+            "the package carries no source file",
+            Span::new(root, 0, 0),
+        );
+        return Err(Failure {
+            diags: vec![d],
+            sources: Arc::new(sources),
+        });
+    };
+    let dir = Path::new(name).parent().map(Path::to_path_buf);
+    let modules = Loaded {
+        dir,
+        embedded: Some(files[1..].to_vec()),
+    };
+    on_compiler_stack(|| compile_here(name, text, modules.clone(), opts, Stage::Kernels)).map(|c| {
+        match c {
+            Compiled::Module(m) => m,
+            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+        }
+    })
+}
+
+/// Where `use NAME` finds sibling modules: next to the root file on disk,
+/// or among the files a package carries.
+#[derive(Clone)]
+struct Loaded {
+    dir: Option<std::path::PathBuf>,
+    embedded: Option<Vec<(String, String)>>,
+}
+
+impl Loaded {
+    fn disk(dir: Option<std::path::PathBuf>) -> Loaded {
+        Loaded {
+            dir,
+            embedded: None,
+        }
+    }
+}
+
 /// Reads and compiles a `.pk` file.
 pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
     let name = path.to_string_lossy().to_string();
@@ -97,40 +147,50 @@ pub fn read_source(path: &Path) -> Result<String, Failure> {
 
 fn read_text(path: &Path) -> Result<String, Box<Diag>> {
     let here = Span::default();
-    let bytes = std::fs::read(path).map_err(|e| {
-        Diag::new(
-            &codes::IO_ERROR,
-            format!("cannot read `{}`: {e}", path.display()),
-            here,
-        )
-        .help("check the path; pk source files end in `.pk`")
-    })?;
-    if bytes.len() > MAX_SOURCE_BYTES {
-        return Err(Diag::new(
+    let bytes = files::read_limited(path, MAX_SOURCE_BYTES as u64).map_err(|e| match e {
+        files::ReadError::TooLarge(size) => Diag::new(
             &codes::FILE_TOO_LARGE,
-            format!(
-                "`{}` is {} bytes, more than the 16 MiB limit",
-                path.display(),
-                bytes.len()
-            ),
+            match size {
+                Some(n) => format!(
+                    "`{}` is {n} bytes, more than the 16 MiB limit",
+                    path.display()
+                ),
+                None => format!("`{}` is more than the 16 MiB limit", path.display()),
+            },
             here,
         )
-        .help("is this really a .pk source file?")
-        .into());
+        .help("is this really a .pk source file?"),
+        e => Diag::new(
+            &codes::IO_ERROR,
+            format!("cannot read `{}`: {}", path.display(), e.reason()),
+            here,
+        )
+        .help("check the path; pk source files end in `.pk`"),
+    })?;
+    source_text(path, bytes)
+}
+
+/// The text of a source file's bytes, without a byte-order mark; bytes
+/// that are not UTF-8 are `PK0007`, naming `path`.
+pub(crate) fn source_text(path: &Path, bytes: Vec<u8>) -> Result<String, Box<Diag>> {
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        Box::new(
+            Diag::new(
+                &codes::NOT_UTF8,
+                format!(
+                    "`{}` is not UTF-8 text (invalid byte at offset {})",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+                Span::default(),
+            )
+            .help("pass a .pk source file"),
+        )
+    })?;
+    if text.starts_with(files::BOM) {
+        text.drain(..files::BOM.len());
     }
-    String::from_utf8(bytes).map_err(|e| {
-        Diag::new(
-            &codes::NOT_UTF8,
-            format!(
-                "`{}` is not UTF-8 text (invalid byte at offset {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ),
-            here,
-        )
-        .help("pass a .pk source file")
-        .into()
-    })
+    Ok(text)
 }
 
 /// Stack for the compiler's recursive passes. Trees are at most
@@ -144,12 +204,11 @@ fn compile_in(
     dir: Option<std::path::PathBuf>,
     opts: &Options,
 ) -> Result<ir::Module, Failure> {
-    on_compiler_stack(|| compile_here(name, text, dir.clone(), opts, Stage::Kernels)).map(|c| {
-        match c {
+    on_compiler_stack(|| compile_here(name, text, Loaded::disk(dir.clone()), opts, Stage::Kernels))
+        .map(|c| match c {
             Compiled::Module(m) => m,
             Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
-        }
-    })
+        })
 }
 
 /// The parameters of each selected kernel of `text`, checked as far as
@@ -163,12 +222,11 @@ pub fn kernel_params(
     let name = path.to_string_lossy().to_string();
     let text = read_source(path)?;
     let dir = path.parent().map(Path::to_path_buf);
-    on_compiler_stack(|| compile_here(&name, &text, dir.clone(), opts, Stage::Params)).map(|c| {
-        match c {
+    on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, Stage::Params))
+        .map(|c| match c {
             Compiled::Params(p) => p,
             Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
-        }
-    })
+        })
 }
 
 /// Runs `f` on a thread with the compiler's stack.
@@ -201,10 +259,12 @@ enum Compiled {
 fn compile_here(
     name: &str,
     text: &str,
-    dir: Option<std::path::PathBuf>,
+    modules: Loaded,
     opts: &Options,
     stage: Stage,
 ) -> Result<Compiled, Failure> {
+    // Offsets count from after a byte-order mark, as editors count columns.
+    let text = files::strip_bom(text);
     let mut sources = SourceMap::new();
     let root = sources.add(name, text);
     if text.len() > MAX_SOURCE_BYTES {
@@ -218,7 +278,9 @@ fn compile_here(
             sources: Arc::new(sources),
         });
     }
-    let (program, mut diags) = resolve::Loader::new(&mut sources, dir).load(root);
+    let mut loader = resolve::Loader::new(&mut sources, modules.dir);
+    loader.embedded = modules.embedded;
+    let (program, mut diags) = loader.load(root);
     if diags.iter().any(|d| d.is_error()) {
         return Err(Failure {
             diags,

@@ -62,11 +62,9 @@ pub(crate) fn where_clause(kw: String, cond: Expr, span: Span) -> Action<Clause>
     }
 }
 
-/// Parses one file. Returns the module (possibly partial) and every
-/// diagnostic found; an empty diagnostic list means the parse succeeded.
-pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
-    let (toks, lex_errors) = lexer::lex(text);
-    let mut diags: Vec<Diag> = lex_errors
+/// The diagnostics of the lexer's errors in `text`.
+fn lex_diags(file: FileId, text: &str, lex_errors: &[lexer::LexErrorAt]) -> Vec<Diag> {
+    lex_errors
         .iter()
         .map(|e| {
             let span = Span::new(file, e.start, e.end);
@@ -79,6 +77,9 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
                     .help("integer literals must be below 2^64; TPU integers are at most 32 bits"),
                 LexError::BadFloat => Diag::new(&codes::NUMBER_OUT_OF_RANGE, "malformed number", span)
                     .label("not a valid number"),
+                LexError::FloatTooLarge => Diag::new(&codes::NUMBER_OUT_OF_RANGE, "float literal is too large", span)
+                    .label("past the largest 64-bit float: it would be infinity")
+                    .help("write `inf` where infinity is meant"),
                 LexError::Invalid => {
                     let bad = text.get(e.start..e.end).unwrap_or("");
                     let shown: String = bad.chars().take(16).flat_map(char::escape_default).collect();
@@ -88,7 +89,14 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
                 }
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Parses one file. Returns the module (possibly partial) and every
+/// diagnostic found; an empty diagnostic list means the parse succeeded.
+pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diag>) {
+    let (toks, lex_errors) = lexer::lex(text);
+    let mut diags: Vec<Diag> = lex_diags(file, text, &lex_errors);
 
     if let Some(span) = too_deep(file, &toks) {
         diags.push(
@@ -190,8 +198,7 @@ fn line_of(newlines: &[usize], at: usize) -> usize {
 pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diag>> {
     let (toks, lex_errors) = lexer::lex(text);
     if !lex_errors.is_empty() {
-        let (_, diags) = parse(file, text);
-        return Err(diags);
+        return Err(lex_diags(file, text, &lex_errors));
     }
     if let Some(span) = too_deep(file, &toks) {
         return Err(vec![Diag::new(

@@ -119,7 +119,7 @@ pub fn build_source(
         cpu_reference: true,
     };
     let built = build_file(path, &opts).map_err(|f| Rendered::failure(&f))?;
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = pk_lang::read_source(path).unwrap_or_default();
     let names: Vec<&str> = built
         .kernels
         .iter()

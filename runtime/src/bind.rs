@@ -198,7 +198,8 @@ pub fn header(path: &Path, kernel: Option<&str>, given: &[(String, String)]) -> 
 /// The parsed module of `path` and its source map; `None` when the file
 /// cannot be read or has syntax errors.
 fn parse_file(path: &Path) -> Option<(ast::Module, SourceMap)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    // Read as the compiler reads it: size checked, byte-order mark dropped.
+    let text = pk_lang::read_source(path).ok()?;
     let mut sources = SourceMap::new();
     let file = sources.add(path.to_string_lossy().to_string(), text.as_str());
     let (module, diags) = pk_lang::parse::parse(file, &text);
@@ -691,6 +692,29 @@ mod tests {
 
     /// Scalar-prefetch operands come first in a call, as in the compiled
     /// kernel's operand order, and their sizes are inferred like inputs'.
+    /// A source that starts with a byte-order mark is read as the
+    /// compiler reads it: the sizes are bound from the arrays.
+    #[test]
+    fn a_source_with_a_bom_binds_its_sizes() {
+        let src =
+            "\u{feff}kernel copy<R, C>(x: f32[R, C]) -> y: f32[R, C]\n{\n    y[..] = x[..];\n}\n";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("copy.pk");
+        std::fs::write(&path, src).expect("source");
+        let x = ArgSig {
+            dtype: "f32".to_string(),
+            shape: vec![24, 256],
+        };
+        let got = infer_params(&path, None, &[], &[x]).expect("binds");
+        assert_eq!(
+            got,
+            [
+                ("R".to_string(), "24".to_string()),
+                ("C".to_string(), "256".to_string())
+            ]
+        );
+    }
+
     #[test]
     fn prefetch_operands_are_bound_before_the_inputs() {
         let src = "kernel rows<G = 8, R = 16>(x: f32[R, 128] block [8, 128] at (t, 0))\n    -> y: f32[R, 128] block [8, 128] at (t, 0)\nprefetch (n: i32[G])\ngrid (t in n[0] <= R / 8 arbitrary)\n{\n    y[..] = x[..];\n}\n";

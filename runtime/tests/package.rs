@@ -473,6 +473,19 @@ fn every_code_is_in_range_unique_explained_and_helped() {
             dir: s(),
             message: s(),
         },
+        PackageError::NotItsBuild {
+            dir: s(),
+            message: s(),
+        },
+        PackageError::InsideAPackage {
+            dest: s(),
+            package: s(),
+        },
+        PackageError::DuplicatePackage {
+            name: s(),
+            first: s(),
+            second: s(),
+        },
     ];
     let mut codes: Vec<String> = one_of_each.iter().map(code).collect();
     for (e, c) in one_of_each.iter().zip(&codes) {
@@ -577,4 +590,117 @@ fn a_libtpu_vmem_error_keeps_its_substance_and_drops_hlo() {
         "{:?}",
         d.notes
     );
+}
+
+/// A package opened while it is rebuilt over and over is the old one or
+/// the new one, whole: never missing, incomplete or mixed. One thread
+/// replaces the package with one of two specialisations in turn; this one
+/// opens it meanwhile (`PK_REBUILD_READS` opens, 300 by default).
+#[test]
+fn a_package_read_while_it_is_rebuilt_is_one_build_whole() {
+    let reads: usize = std::env::var("PK_REBUILD_READS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let small = build(&[("M", "16"), ("N", "256"), ("bm", "8"), ("bn", "128")])
+        .0
+        .package;
+    let large = build(&[("M", "32"), ("N", "256"), ("bm", "8"), ("bn", "128")])
+        .0
+        .package;
+    let root = scratch();
+    let dir = root.path().join("add");
+    small.write(&dir).expect("write");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut failures, mut seen) = (Vec::new(), [0usize; 2]);
+    let writes = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut n = 0usize;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let p = if n.is_multiple_of(2) { &large } else { &small };
+                p.write(&dir).expect("rebuild");
+                n += 1;
+            }
+            n
+        });
+        for _ in 0..reads {
+            match Package::open(&dir) {
+                Ok(p) => {
+                    let rows = p.manifest().operands[0].shape[0];
+                    assert!(rows == 16 || rows == 32, "{rows}");
+                    seen[usize::from(rows == 32)] += 1;
+                }
+                Err(e) => failures.push(format!("{}: {e}", code(&e))),
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("the writer")
+    });
+    eprintln!(
+        "{reads} opens during {writes} rebuilds: {} of M=16, {} of M=32, {} failed",
+        seen[0],
+        seen[1],
+        failures.len()
+    );
+    assert_eq!(failures, Vec::<String>::new());
+    assert!(writes > 10, "{writes} rebuilds");
+    assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
+    assert_eq!(
+        fs::read_dir(root.path()).expect("list").count(),
+        1,
+        "no temporary directory remains"
+    );
+}
+
+/// A file of two kernels built together with a `-p` value only one of them
+/// takes: both packages open, each built again as the build built it (all
+/// of the file's kernels, the value applying where it is taken).
+#[test]
+fn a_value_for_one_kernel_of_a_file_does_not_stop_the_other_opening() {
+    let src = scratch();
+    let add = fs::read_to_string(add_pk()).expect("read add.pk");
+    let file = src.path().join("two.pk");
+    fs::write(
+        &file,
+        format!(
+            "{add}\nkernel twice<M = 16, N = 256, bm = 8, bn = 128, Q = 2>(\n    \
+             x: f32[M, N] block [bm, bn] at (i, j),\n) -> z: f32[M, N] block [bm, bn] at (i, j)\n\
+             grid (i in M / bm parallel, j in N / bn parallel)\n{{\n    z[..] = x[..] + x[..];\n}}\n"
+        ),
+    )
+    .expect("write");
+    let opts = BuildOptions {
+        params: [
+            ("Q", "3"),
+            ("M", "32"),
+            ("N", "256"),
+            ("bm", "8"),
+            ("bn", "128"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect(),
+        ..BuildOptions::default()
+    };
+    let built = match build_file(&file, &opts) {
+        Ok(b) => b,
+        Err(f) => panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)),
+    };
+    assert_eq!(built.kernels.len(), 2);
+    let out = scratch();
+    for k in &built.kernels {
+        let dir = out.path().join(&k.dir_name);
+        k.package.write(&dir).expect("write");
+        let p = Package::open(&dir).expect("opens");
+        assert_eq!(p.manifest().operands[0].shape, [32, 256]);
+    }
+    // The kernel that takes `Q` was built with 3.
+    let twice = Package::open(out.path().join("twice-M32-N256-bm8-bn128-Q3")).expect("opens");
+    let q = twice
+        .manifest()
+        .params
+        .iter()
+        .find(|p| p.name == "Q")
+        .expect("Q");
+    assert_eq!(q.value.to_string(), "3");
 }

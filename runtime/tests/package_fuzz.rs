@@ -15,7 +15,7 @@ use pk_lang::ir::DType;
 use pk_runtime::cpu::{HostArray, RunOptions};
 use pk_runtime::package::build::{build_file, BuildOptions};
 use pk_runtime::package::{
-    sha256_hex, LoadError, NewPackage, Package, PackageError, MANIFEST, STABLEHLO, WASM,
+    sha256_hex, LoadError, NewPackage, Package, PackageError, MANIFEST, MOSAIC, STABLEHLO, WASM,
     WASM_MANIFEST,
 };
 use pk_runtime::pjrt::TpuTarget;
@@ -200,7 +200,8 @@ fn a_cpu_reference_describing_another_kernel_is_inconsistent() {
             "manifest ABI version",
             Box::new(|d: &Path| {
                 edit_json(&d.join(MANIFEST), |m| {
-                    m["cpu_reference"]["abi_version"] = 3.into()
+                    m["cpu_reference"]["abi_version"] =
+                        (pk_lowering::wasm::abi::ABI_VERSION + 1).into()
                 })
             }),
         ),
@@ -375,4 +376,240 @@ fn each_target_gets_the_module_built_for_it_alone() {
         .collect();
     assert_eq!(modules, [STABLEHLO]);
     assert_eq!(p.stablehlo_for(TpuTarget::V6e), Some(p.stablehlo()));
+}
+
+/// Every leaf of a JSON value, by its path of keys and indices.
+fn leaves(
+    v: &serde_json::Value,
+    path: &mut Vec<serde_json::Value>,
+    out: &mut Vec<Vec<serde_json::Value>>,
+) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                path.push(k.as_str().into());
+                leaves(x, path, out);
+                path.pop();
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                path.push(i.into());
+                leaves(x, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push(path.clone()),
+    }
+}
+
+fn leaf_mut<'a>(
+    v: &'a mut serde_json::Value,
+    path: &[serde_json::Value],
+) -> &'a mut serde_json::Value {
+    path.iter().fold(v, |v, k| match k {
+        serde_json::Value::String(s) => &mut v[s.as_str()],
+        _ => &mut v[k.as_u64().unwrap_or(0) as usize],
+    })
+}
+
+/// The edits of one leaf: other numbers (one more, one less, zero, double,
+/// past 32 bits), the other bool, a longer string, a number for null.
+fn edits(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    use serde_json::Value as V;
+    match v {
+        V::Number(n) => {
+            let x = n.as_i64().unwrap_or(0);
+            let mut out: Vec<V> = vec![(x + 1).into(), (x * 2 + 3).into(), (1i64 << 33).into()];
+            if x != 0 {
+                out.push(0.into());
+                out.push((x - 1).into());
+            }
+            if n.is_f64() {
+                out.push((n.as_f64().unwrap_or(0.0) * 1.5 + 0.25).into());
+            }
+            out
+        }
+        V::Bool(b) => vec![(!b).into()],
+        V::String(s) => vec![format!("{s}x").into()],
+        V::Null => vec![0.into()],
+        _ => vec![],
+    }
+}
+
+/// Loads and runs the package; panics unless it is refused with a package
+/// code (PK3001..PK3099), which it returns.
+fn assert_refused(dir: &Path, what: &str) -> String {
+    match catch_unwind(AssertUnwindSafe(|| load_and_run(dir))) {
+        Err(_) => panic!("{what}: panicked"),
+        Ok(Ok(right)) => panic!("{what}: loaded and ran (right result: {right})"),
+        Ok(Err(e)) => {
+            let c = code(&e);
+            let n: u32 = c.trim_start_matches("PK").parse().unwrap_or(0);
+            assert!((3001..=3099).contains(&n), "{what}: {c} {e}");
+            c
+        }
+    }
+}
+
+/// Every field of `kernel.wasm.json` (block sizes, memory offsets, call
+/// tables, flags, locations, the carried source) edited, with the file's
+/// hash recomputed in the manifest: the package is no longer what its
+/// source builds to and is refused with a package code, never run.
+#[test]
+fn every_field_of_the_side_table_edited_and_rehashed_is_refused() {
+    let (_root, dir) = written(&small_add(&[TpuTarget::V5e]));
+    let path = dir.join(WASM_MANIFEST);
+    let manifest_path = dir.join(MANIFEST);
+    let (original, original_manifest) = (
+        fs::read(&path).expect("read"),
+        fs::read(&manifest_path).expect("read"),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&original).expect("JSON");
+    let mut paths = Vec::new();
+    leaves(&value, &mut Vec::new(), &mut paths);
+    let mut cases = 0;
+    let mut refused_by: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in &paths {
+        for new in edits(leaf_mut(&mut value.clone(), p)) {
+            let what = format!("{p:?} = {new}");
+            edit_listed(&dir, WASM_MANIFEST, |c| *leaf_mut(c, p) = new.clone());
+            *refused_by.entry(assert_refused(&dir, &what)).or_default() += 1;
+            fs::write(&path, &original).expect("restore");
+            fs::write(&manifest_path, &original_manifest).expect("restore");
+            cases += 1;
+        }
+    }
+    eprintln!(
+        "{cases} edits of {} fields, refused with {refused_by:?}",
+        paths.len()
+    );
+    assert!(cases > 300, "{cases} cases");
+    assert!(matches!(load_and_run(&dir), Ok(true)), "restored");
+}
+
+/// Records `name`'s current hash and size in the manifest.
+fn rehash(dir: &Path, name: &str) {
+    let bytes = fs::read(dir.join(name)).expect("read");
+    edit_json(&dir.join(MANIFEST), |m| {
+        m["files"][name] = serde_json::json!({"sha256": sha256_hex(&bytes), "bytes": bytes.len()});
+    });
+}
+
+/// Every field of `manifest.json` edited (operands' blocks, grid, cost,
+/// VMEM, targets, the module table, toolchain...): refused with a package
+/// code, never run. Hashes are left as written (a manifest has none of its
+/// own), so an edited hash is refused as a mismatch.
+#[test]
+fn every_field_of_the_manifest_edited_is_refused() {
+    let (_root, dir) = written(&small_add(&[TpuTarget::V5e, TpuTarget::V5p]));
+    let path = dir.join(MANIFEST);
+    let original = fs::read(&path).expect("read");
+    let value: serde_json::Value = serde_json::from_slice(&original).expect("JSON");
+    let mut paths = Vec::new();
+    leaves(&value, &mut Vec::new(), &mut paths);
+    let mut cases = 0;
+    let mut refused_by: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in &paths {
+        for new in edits(leaf_mut(&mut value.clone(), p)) {
+            edit_json(&path, |m| *leaf_mut(m, p) = new.clone());
+            *refused_by
+                .entry(assert_refused(&dir, &format!("{p:?} = {new}")))
+                .or_default() += 1;
+            fs::write(&path, &original).expect("restore");
+            cases += 1;
+        }
+    }
+    eprintln!(
+        "{cases} edits of {} fields, refused with {refused_by:?}",
+        paths.len()
+    );
+    assert!(cases > 150, "{cases} cases");
+    assert!(refused_by.contains_key("PK3013"), "{refused_by:?}");
+    assert!(matches!(load_and_run(&dir), Ok(true)), "restored");
+}
+
+/// Bytes of `kernel.wasm` flipped, and lines of the Mosaic and StableHLO
+/// modules changed, each with its hash recomputed: refused as not what
+/// the source builds to (PK3013), never compiled or run.
+#[test]
+fn modules_edited_and_rehashed_are_not_the_build() {
+    let (_root, dir) = written(&small_add(&[TpuTarget::V5e]));
+    let wasm = dir.join(WASM);
+    let original = fs::read(&wasm).expect("read");
+    let manifest = fs::read(dir.join(MANIFEST)).expect("read");
+    let mut cases = 0;
+    for i in 0..original.len() {
+        let mut bytes = original.clone();
+        bytes[i] ^= 1 << (i % 8);
+        fs::write(&wasm, &bytes).expect("write");
+        rehash(&dir, WASM);
+        let what = format!("byte {i} of kernel.wasm");
+        assert_eq!(assert_refused(&dir, &what), "PK3013", "{what}");
+        cases += 1;
+    }
+    fs::write(&wasm, &original).expect("restore");
+    fs::write(dir.join(MANIFEST), &manifest).expect("restore");
+    // A block size, and an array size, changed.
+    for (name, from, to) in [(MOSAIC, "8x128", "8x256"), (STABLEHLO, "16x256", "32x256")] {
+        let path = dir.join(name);
+        let text = fs::read_to_string(&path).expect("read");
+        let edited = text.replacen(from, to, 1);
+        assert_ne!(edited, text, "{name} names {from}");
+        fs::write(&path, edited).expect("write");
+        rehash(&dir, name);
+        let e = Package::load_cpu(&dir, false).err().expect("refused");
+        assert_eq!(code(&e), "PK3013", "{name}: {e}");
+        assert!(e.to_string().contains(name), "{e}");
+        fs::write(&path, &text).expect("restore");
+        fs::write(dir.join(MANIFEST), &manifest).expect("restore");
+        cases += 1;
+    }
+    eprintln!("{cases} edited modules, each refused");
+    assert!(matches!(load_and_run(&dir), Ok(true)), "restored");
+}
+
+/// A kernel that uses a module next to it builds into a package that opens
+/// (the module travels in the side table and is used again, not read from
+/// the disk), and runs; the carried module edited is refused.
+#[test]
+fn a_kernel_with_a_sibling_module_opens_from_what_it_carries() {
+    let src = tempfile::tempdir().expect("temp dir");
+    fs::write(
+        src.path().join("helper.pk"),
+        "fn plus(a, b) {\n    a + b\n}\n",
+    )
+    .expect("write");
+    let add = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/add.pk"))
+        .expect("read add.pk");
+    let with_use = format!(
+        "use helper;\n{}",
+        add.replace("x[..] + y[..]", "helper::plus(x[..], y[..])")
+    );
+    fs::write(src.path().join("add.pk"), with_use).expect("write");
+    let opts = BuildOptions {
+        params: [("M", "16"), ("N", "256"), ("bm", "8"), ("bn", "128")]
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+        ..BuildOptions::default()
+    };
+    let pkg = match build_file(&src.path().join("add.pk"), &opts) {
+        Ok(mut b) => b.kernels.remove(0).package,
+        Err(f) => panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)),
+    };
+    let (_root, dir) = written(&pkg);
+    // The module on disk is gone: what the package carries is used.
+    drop(src);
+    assert!(matches!(load_and_run(&dir), Ok(true)));
+    edit_listed(&dir, WASM_MANIFEST, |c| {
+        let sources = c["sources"].as_array_mut().expect("a list");
+        let helper = sources
+            .iter_mut()
+            .find(|s| s["name"].as_str().is_some_and(|n| n.ends_with("helper.pk")))
+            .expect("the helper is carried");
+        helper["text"] = "fn plus(a, b) {\n    a - b\n}\n".into();
+    });
+    let e = Package::load_cpu(&dir, false).err().expect("refused");
+    assert_eq!(code(&e), "PK3013", "{e}");
 }

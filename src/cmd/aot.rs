@@ -84,7 +84,13 @@ pub fn run(a: Args) -> u8 {
     status
 }
 
-/// Reads the module; an unreadable or empty file is reported as `PK0009`.
+/// Modules larger than this are refused before they are read: a kernel's
+/// StableHLO module is kilobytes, and libtpu needs several times a
+/// module's size to compile it.
+const MAX_MODULE_BYTES: u64 = 1 << 30;
+
+/// Reads the module; an unreadable, empty or oversized file, or a device,
+/// is reported as `PK0009`.
 fn read(path: &Path) -> Result<Vec<u8>, u8> {
     let fail = |why: String| {
         let mut sources = SourceMap::new();
@@ -94,10 +100,20 @@ fn read(path: &Path) -> Result<Vec<u8>, u8> {
         print_diags(&[d], &sources);
         EXIT_ERRORS
     };
-    match std::fs::read(path) {
+    match pk_lang::files::read_limited(path, MAX_MODULE_BYTES) {
         Ok(c) if c.is_empty() => Err(fail(format!("`{}` is empty", path.display()))),
         Ok(c) => Ok(c),
-        Err(e) => Err(fail(format!("cannot read `{}`: {e}", path.display()))),
+        Err(pk_lang::files::ReadError::TooLarge(size)) => Err(fail(format!(
+            "`{}` is {}, more than the {} GiB a module may have",
+            path.display(),
+            size.map_or("larger".to_string(), |n| format!("{n} bytes")),
+            MAX_MODULE_BYTES >> 30
+        ))),
+        Err(e) => Err(fail(format!(
+            "cannot read `{}`: {}",
+            path.display(),
+            e.reason()
+        ))),
     }
 }
 

@@ -8,7 +8,7 @@
 //! model and the bytes the executor counted moving during the run (block
 //! copies in and out, DMA copies).
 
-use super::common::{reject_repeats, EXIT_OK};
+use super::common::{one_stdin, reject_repeats, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use clap::Args as ClapArgs;
 use pk_lang::ir::DType;
@@ -113,7 +113,9 @@ pub(super) fn inputs(
 }
 
 pub fn run(a: Args) -> u8 {
-    if let Err(code) = reject_repeats("--in", &a.inputs) {
+    if let Err(code) =
+        reject_repeats("--in", &a.inputs).and_then(|()| one_stdin(&[("--in", &a.inputs)]))
+    {
         return code;
     }
     let loaded = match cpu::load(&a.file, &a.cpu) {

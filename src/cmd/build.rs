@@ -12,6 +12,7 @@ use super::common::{parse_param, pjrt_exit_code, report, EXIT_ERRORS, EXIT_OK};
 use super::ui::{json_line, print_diags, progress, ui};
 use clap::Args as ClapArgs;
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
+use pk_runtime::package::PackageError;
 use pk_runtime::pjrt::{PjrtError, Plugin, TpuTarget, LIBTPU_VERSION};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,9 +112,22 @@ pub fn run(a: Args) -> u8 {
         cpu_reference: true,
         ..Default::default()
     };
+    if let Some(package) = pk_runtime::package::enclosing_package(&a.out) {
+        print_diagnostic(&PackageError::InsideAPackage {
+            dest: a.out.display().to_string(),
+            package: package.display().to_string(),
+        });
+        return EXIT_ERRORS;
+    }
     let mut status = EXIT_OK;
     let mut rows: Vec<Row> = Vec::new();
-    let mut written: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // Every file is built before any package is written, so that two
+    // kernels with one package name are found while nothing is written.
+    let mut all: Vec<(
+        &PathBuf,
+        BuiltKernel,
+        std::sync::Arc<pk_lang::span::SourceMap>,
+    )> = Vec::new();
     for file in &a.files {
         let mut opts = opts.clone();
         if a.tuned {
@@ -140,42 +154,49 @@ pub fn run(a: Args) -> u8 {
             }
         };
         print_diags(&built.warnings, &built.sources);
-        for mut k in built.kernels {
-            if let Some(other) = written.get(&k.dir_name) {
-                eprintln!(
-                    "error: `{}` and `{}` both produce the package `{}`; build them with different -o directories",
-                    other.display(),
-                    file.display(),
-                    k.dir_name
-                );
+        for k in built.kernels {
+            all.push((file, k, built.sources.clone()));
+        }
+    }
+    let mut names: BTreeMap<&str, &PathBuf> = BTreeMap::new();
+    let mut duplicate = false;
+    for (file, k, _) in &all {
+        if let Some(first) = names.insert(&k.dir_name, file) {
+            print_diagnostic(&PackageError::DuplicatePackage {
+                name: k.dir_name.clone(),
+                first: first.display().to_string(),
+                second: file.display().to_string(),
+            });
+            duplicate = true;
+        }
+    }
+    if duplicate {
+        return EXIT_ERRORS;
+    }
+    for (_, mut k, sources) in all {
+        let mut row = Row {
+            name: k.dir_name.clone(),
+            code_bytes: BTreeMap::new(),
+        };
+        if let Some(plugin) = plugin {
+            if !compile_targets(plugin, &mut k, &sources, &a, &mut row) {
                 status = EXIT_ERRORS;
                 continue;
             }
-            let mut row = Row {
-                name: k.dir_name.clone(),
-                code_bytes: BTreeMap::new(),
-            };
-            if let Some(plugin) = plugin {
-                if !compile_targets(plugin, &mut k, &built.sources, &a, &mut row) {
-                    status = EXIT_ERRORS;
-                    continue;
+        }
+        let dest = a.out.join(&k.dir_name);
+        match k.package.write(&dest) {
+            Ok(p) => {
+                if ui().json {
+                    json_line(&package_json(&p, &dest));
+                } else {
+                    summary(&a, &format!("wrote {}", describe(&p, &dest)));
                 }
+                rows.push(row);
             }
-            let dest = a.out.join(&k.dir_name);
-            match k.package.write(&dest) {
-                Ok(p) => {
-                    written.insert(k.dir_name.clone(), file.clone());
-                    if ui().json {
-                        json_line(&package_json(&p, &dest));
-                    } else {
-                        summary(&a, &format!("wrote {}", describe(&p, &dest)));
-                    }
-                    rows.push(row);
-                }
-                Err(e) => {
-                    print_diagnostic(&e);
-                    status = EXIT_ERRORS;
-                }
+            Err(e) => {
+                print_diagnostic(&e);
+                status = EXIT_ERRORS;
             }
         }
     }

@@ -87,6 +87,20 @@ pub fn reject_repeats<T>(flag: &str, items: &[(String, T)]) -> Result<(), u8> {
     Ok(())
 }
 
+/// `--in NAME=-` reads standard input, which holds one file: at most one
+/// of the `(flag, arguments)` lists may name it.
+pub fn one_stdin(flags: &[(&str, &[(String, std::path::PathBuf)])]) -> Result<(), u8> {
+    let mut from_stdin = flags.iter().flat_map(|(flag, args)| {
+        args.iter()
+            .filter(|(_, p)| pk_runtime::cpu::npy::is_stdin(p))
+            .map(move |(n, _)| format!("{flag} {n}"))
+    });
+    if let (Some(first), Some(second)) = (from_stdin.next(), from_stdin.next()) {
+        return Err(super::usage::UsageError::StdinTwice { first, second }.report());
+    }
+    Ok(())
+}
+
 pub fn parse_param(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {
@@ -150,4 +164,16 @@ pub fn pjrt_exit_code(e: &pk_runtime::pjrt::PjrtError) -> u8 {
         E::Execute { .. } => EXIT_RUN,
         _ => EXIT_ERRORS,
     }
+}
+
+/// Whether a FILE argument names a kernel package rather than a `.pk`
+/// source: a directory, or a symbolic link that cannot be followed (a loop,
+/// or a link to nothing) and does not end in `.pk`, which then fails as a
+/// package does (PK3001) rather than as an unreadable source.
+pub fn is_package_arg(path: &std::path::Path) -> bool {
+    if path.is_dir() {
+        return true;
+    }
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    is_link && std::fs::metadata(path).is_err() && path.extension().is_none_or(|e| e != "pk")
 }

@@ -9,7 +9,7 @@ use super::usage::UsageError;
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, DType};
 use pk_lowering::wasm::abi::Role;
-use pk_runtime::cpu::{npy, CpuKernel, DmaMode, Error, HostArray, RunOptions};
+use pk_runtime::cpu::{CpuKernel, DmaMode, Error, HostArray, RunOptions};
 use pk_runtime::package::Package;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -131,7 +131,7 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     a.kernel.validate()?;
     let fuel = a.fuel.is_some();
-    let loaded = if file.is_dir() {
+    let loaded = if super::common::is_package_arg(file) {
         if let Some(flag) = a.kernel.source_only_flag() {
             return Err(UsageError::NotApplicable {
                 flag: flag.to_string(),
@@ -303,10 +303,8 @@ pub fn read_inputs(k: &Operands, given: &[(String, PathBuf)]) -> Result<Vec<Host
                 expected: format!("{}[{}]", o.dtype, join(&o.shape)),
             });
         };
-        let array = npy::read(path)?;
-        let path = path.display().to_string();
-        out.push(pk_runtime::cpu::check_operand(
-            &o.name, o.dtype, &o.shape, array, &path,
+        out.push(pk_runtime::cpu::read_operand(
+            &o.name, o.dtype, &o.shape, path,
         )?);
     }
     Ok(out)

@@ -116,7 +116,7 @@ impl TpuKernel {
             }
             .report());
         }
-        if file.is_dir() {
+        if super::common::is_package_arg(file) {
             return Err(UsageError::NotApplicable {
                 flag: "--device tpu".into(),
                 context: format!("to the package `{}`", file.display()),

@@ -160,29 +160,51 @@ fn temp_beside(
     Ok(tmp)
 }
 
-/// Writes `outputs` with `bytes` (one image each, in the same order) and
+/// What an output is written from: one buffer, or a `.npy` image in two
+/// parts (written without joining them).
+pub trait Image {
+    fn parts(&self) -> Vec<&[u8]>;
+}
+
+impl Image for Vec<u8> {
+    fn parts(&self) -> Vec<&[u8]> {
+        vec![self.as_slice()]
+    }
+}
+
+impl Image for pk_runtime::cpu::npy::Image<'_> {
+    fn parts(&self) -> Vec<&[u8]> {
+        vec![self.head.as_slice(), &self.body]
+    }
+}
+
+fn write_parts(w: &mut impl Write, img: &impl Image) -> io::Result<()> {
+    img.parts().into_iter().try_for_each(|p| w.write_all(p))
+}
+
+/// Writes `outputs` with `images` (one each, in the same order) and
 /// commits them together (see the module's invariants).
-pub fn commit(outputs: Vec<Output>, bytes: &[Vec<u8>]) -> Result<(), Error> {
+pub fn commit(outputs: Vec<Output>, images: &[impl Image]) -> Result<(), Error> {
     // 1. Temporary files, complete and flushed.
-    for (o, b) in outputs.iter().zip(bytes) {
+    for (o, b) in outputs.iter().zip(images) {
         if let Sink::Replace { tmp, .. } = &o.sink {
             let mut f = tmp.as_file();
-            f.write_all(b)
+            write_parts(&mut f, b)
                 .and_then(|()| f.sync_all())
                 .map_err(|e| fail(&o.shown, e))?;
         }
     }
     // 2. Streams.
-    for (o, b) in outputs.iter().zip(bytes) {
+    for (o, b) in outputs.iter().zip(images) {
         let written = match &o.sink {
             Sink::Stdout => {
                 let mut out = io::stdout().lock();
-                out.write_all(b).and_then(|()| out.flush())
+                write_parts(&mut out, b).and_then(|()| out.flush())
             }
-            Sink::Stderr => io::stderr().lock().write_all(b),
+            Sink::Stderr => write_parts(&mut io::stderr().lock(), b),
             Sink::Stream(f) => {
                 let mut f = f;
-                f.write_all(b).and_then(|()| f.flush())
+                write_parts(&mut f, b).and_then(|()| f.flush())
             }
             Sink::Replace { .. } => Ok(()),
         };

@@ -3,7 +3,7 @@
 //! `.pk` file or a package directory built by `pkc build`), or on this
 //! host's TPU (FILE is a `.pk` file).
 
-use super::common::{reject_repeats, EXIT_OK};
+use super::common::{one_stdin, reject_repeats, EXIT_OK};
 use super::cpu::{self, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use super::output::{self, Output};
@@ -45,13 +45,14 @@ pub struct Args {
 
 pub fn run(mut a: Args) -> u8 {
     if let Err(code) = reject_repeats("--in", &a.inputs)
+        .and_then(|()| one_stdin(&[("--in", &a.inputs)]))
         .and_then(|()| reject_repeats("--out", &a.outputs))
         .and_then(|()| distinct_destinations(&a.outputs))
     {
         return code;
     }
     if a.tuned {
-        if a.file.is_dir() {
+        if super::common::is_package_arg(&a.file) {
             return UsageError::NotApplicable {
                 flag: "--tuned".into(),
                 context: format!("to the package `{}`, which holds one built specialisation", a.file.display()),
@@ -107,7 +108,8 @@ pub fn run(mut a: Args) -> u8 {
         Err(code) => return code,
     };
     let elapsed = t.elapsed();
-    let images: Vec<Vec<u8>> = outs.iter().map(|&i| npy::to_bytes(&results[i])).collect();
+    // The images borrow the outputs' data: no second copy is made.
+    let images: Vec<npy::Image> = outs.iter().map(|&i| npy::image(&results[i])).collect();
     if let Err(e) = output::commit(sinks, &images) {
         return report_cpu(&e);
     }

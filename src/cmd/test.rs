@@ -7,12 +7,11 @@
 //! like inputs (the output's dtype and shape), before the kernel runs.
 //! Exit 3 on any mismatch, distinct from the errors of the input (1).
 
-use super::common::{reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
+use super::common::{one_stdin, reject_repeats, EXIT_ERRORS, EXIT_MISMATCH, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
 use super::device::{DeviceArgs, Kernel};
 use super::ui;
 use clap::Args as ClapArgs;
-use pk_runtime::cpu::npy;
 use std::path::PathBuf;
 
 #[derive(ClapArgs, Debug)]
@@ -60,10 +59,29 @@ pub struct Comparison {
 }
 
 /// Compares like `assert_allclose` (with `equal_nan=True`).
+#[cfg(test)]
 pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Comparison {
+    compare_by(
+        actual.len().min(expected.len()),
+        |i| actual[i],
+        |i| expected[i],
+        rtol,
+        atol,
+    )
+}
+
+/// [`compare`] over `n` elements read one at a time, so that arrays are
+/// compared in their own dtype with no f64 copy of either.
+pub fn compare_by(
+    n: usize,
+    actual: impl Fn(usize) -> f64,
+    expected: impl Fn(usize) -> f64,
+    rtol: f64,
+    atol: f64,
+) -> Comparison {
     let mut c = Comparison {
         mismatched: 0,
-        total: actual.len(),
+        total: n,
         max_abs: 0.0,
         max_rel: 0.0,
         worst: None,
@@ -71,7 +89,8 @@ pub fn compare(actual: &[f64], expected: &[f64], rtol: f64, atol: f64) -> Compar
     // The worst element: a mismatch before any match, then the largest
     // difference.
     let mut worst_key = (false, -1.0f64);
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+    for i in 0..n {
+        let (a, e) = (actual(i), expected(i));
         let ok = if a.is_nan() || e.is_nan() {
             a.is_nan() && e.is_nan()
         } else if a.is_infinite() || e.is_infinite() {
@@ -134,8 +153,9 @@ fn index_str(flat: usize, shape: &[u64]) -> String {
 }
 
 pub fn run(a: Args) -> u8 {
-    if let Err(code) =
-        reject_repeats("--in", &a.inputs).and_then(|()| reject_repeats("--expect", &a.expect))
+    if let Err(code) = reject_repeats("--in", &a.inputs)
+        .and_then(|()| reject_repeats("--expect", &a.expect))
+        .and_then(|()| one_stdin(&[("--in", &a.inputs), ("--expect", &a.expect)]))
     {
         return code;
     }
@@ -153,12 +173,9 @@ pub fn run(a: Args) -> u8 {
         let Some(info) = ops.outputs().nth(oi) else {
             return EXIT_ERRORS;
         };
-        let checked = npy::read(path).and_then(|arr| {
-            let shown = path.display().to_string();
-            pk_runtime::cpu::check_operand(name, info.dtype, &info.shape, arr, &shown)
-        });
+        let checked = pk_runtime::cpu::read_operand(name, info.dtype, &info.shape, path);
         match checked {
-            Ok(arr) => expected.push(arr.to_f64()),
+            Ok(arr) => expected.push(arr),
             Err(e) => return report_cpu(&e),
         }
     }
@@ -175,9 +192,11 @@ pub fn run(a: Args) -> u8 {
     };
     let mut failed = false;
     for (((name, _), &oi), want) in a.expect.iter().zip(&outs).zip(&expected) {
-        let got = results[oi].to_f64();
-        let shape: Vec<u64> = results[oi].shape.iter().map(|&d| d as u64).collect();
-        let c = compare(&got, want, a.rtol, a.atol);
+        let got = &results[oi];
+        let shape: Vec<u64> = got.shape.iter().map(|&d| d as u64).collect();
+        // Element by element: neither array is copied to f64.
+        let n = got.len().min(want.len());
+        let c = compare_by(n, |i| got.get_f64(i), |i| want.get_f64(i), a.rtol, a.atol);
         let worst = c.worst.filter(|_| c.mismatched > 0);
         if ui::ui().json {
             ui::json_line(&serde_json::json!({
@@ -192,8 +211,8 @@ pub fn run(a: Args) -> u8 {
                 "max_rel_error": finite_or_null(c.max_rel),
                 "worst": worst.map(|w| serde_json::json!({
                     "index": unflatten(w, &shape),
-                    "got": finite_or_null(got[w]),
-                    "expected": finite_or_null(want[w]),
+                    "got": finite_or_null(got.get_f64(w)),
+                    "expected": finite_or_null(want.get_f64(w)),
                 })),
             }));
         } else if c.mismatched > 0 || !ui::ui().quiet {
@@ -202,8 +221,8 @@ pub fn run(a: Args) -> u8 {
                     format!(
                         " worst at {}: got {}, expected {}",
                         index_str(w, &shape),
-                        got[w],
-                        want[w]
+                        got.get_f64(w),
+                        want.get_f64(w)
                     )
                 })
                 .unwrap_or_default();

@@ -34,7 +34,7 @@ use super::tune_sweep::{compile_on_ray, finish, stage, TargetResult};
 use super::ui::{json_line, print_diagnostic, status, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
-use pk_runtime::cpu::Error as CpuError;
+use pk_runtime::cpu::{npy, Error as CpuError};
 use pk_runtime::package::build;
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 use pk_runtime::tune::cache::{self, Entry};
@@ -235,6 +235,18 @@ pub fn run(mut a: Args) -> u8 {
         reject_repeats("-p", &a.params).and_then(|()| reject_repeats("--in", &a.inputs))
     {
         return code;
+    }
+    if let Some((name, _)) = a.inputs.iter().find(|(_, p)| npy::is_stdin(p)) {
+        return super::usage::UsageError::NotApplicable {
+            flag: format!("--in {name}=-"),
+            context: "to pkc tune".into(),
+            hint: "tune reads each --in file again for every configuration it runs; save the array to a file".into(),
+        }
+        .report();
+    }
+    // Every --in file is opened and its header read before any work.
+    if let Err(e) = super::tune_inputs::check_given(&a.inputs) {
+        return super::cpu::report_cpu(&e);
     }
     if a.timeout.is_some() && a.eval != Eval::Cpu {
         return super::usage::UsageError::NotApplicable {

@@ -108,7 +108,7 @@ pub(super) fn settings(a: &Args) -> Settings {
             .inputs
             .iter()
             .map(|(n, p)| {
-                let hash = std::fs::read(p).ok().map(|b| cache::sha256_hex(&b));
+                let hash = cache::file_sha256_hex(p);
                 (n.clone(), hash)
             })
             .collect(),

@@ -38,6 +38,13 @@ pub enum UsageError {
     #[error("`{file}` defines several kernels ({names})")]
     #[diagnostic(code(PK4005), help("choose one with --kernel NAME"))]
     SeveralKernels { file: String, names: String },
+
+    #[error("`{first}=-` and `{second}=-` both read standard input")]
+    #[diagnostic(
+        code(PK4006),
+        help("standard input holds one .npy file; give the other inputs as files")
+    )]
+    StdinTwice { first: String, second: String },
 }
 
 impl UsageError {
@@ -97,5 +104,14 @@ pub const EXPLANATIONS: &[Explanation] = &[
         why: "pk runs exactly the kernel asked for.",
         example: "$ pkc run two.pk ...              # PK4005\n\
                   $ pkc run two.pk --kernel fwd ... # fixed",
+    },
+    Explanation {
+        code: "PK4006",
+        title: "stdin-read-twice",
+        what: "Two `--in NAME=-` (or `--expect NAME=-`) flags ask for two arrays from standard input.",
+        why: "`-` reads one .npy file from standard input, and a stream can be read only \
+              once; which bytes would belong to which input is a guess.",
+        example: "$ cat x.npy | pkc run add.pk --in x=- --in y=-          # PK4006\n\
+                  $ cat x.npy | pkc run add.pk --in x=- --in y=y.npy      # fixed",
     },
 ];

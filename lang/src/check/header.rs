@@ -195,6 +195,22 @@ impl<'a> KernelCx<'a> {
                 }
                 (Val::Int(Dim::param(&p.name.name)), ParamValue::Unbound)
             }
+            // Infinity and NaN (from `inf`, or an expression that
+            // overflows) would become part of a package's name and a
+            // kernel's constants: refused as `inf` itself is.
+            (ParamKind::Float, Val::Float(x)) if !x.is_finite() => {
+                ck.error(
+                    Diag::new(
+                        &codes::BAD_PARAM_VALUE,
+                        format!("parameter `{}` takes a finite float", p.name.name),
+                        written(),
+                    )
+                    .label(format!("this is {x}"))
+                    .with(p.name.span, "parameter declared here")
+                    .help("give a number within the range of a 64-bit float"),
+                );
+                (Val::Err, ParamValue::Unbound)
+            }
             (ParamKind::Float, Val::Float(x)) => (Val::Float(x), ParamValue::Float(x)),
             // An integer written for a float parameter (`-p scale=1`) is
             // exact as a float.

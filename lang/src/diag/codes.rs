@@ -51,18 +51,18 @@ codes! {
         example: "let x = ((((((...))))));   // error past 200 levels\nlet t = ...; let x = f(t);",
     }
     NOT_UTF8 = "PK0007" "not-utf8" {
-        what: "The source file is not valid UTF-8 text.",
+        what: "The source file, or a module it `use`s, is not valid UTF-8 text (a byte-order mark at its start is fine).",
         why: "pk reads source as UTF-8; a binary file was probably passed by mistake.",
         example: "pkc check kernel.wasm   // error\npkc check kernel.pk",
     }
     FILE_TOO_LARGE = "PK0008" "file-too-large" {
-        what: "The source file is larger than 16 MiB.",
-        why: "Kernel sources are small; the limit keeps a wrong argument from exhausting memory.",
+        what: "A source file, or a module it `use`s, is larger than 16 MiB.",
+        why: "Kernel sources are small; the limit keeps a wrong argument from exhausting memory. The size is checked before the file is read.",
         example: "pkc check data.npy   // error\npkc check kernel.pk",
     }
     IO_ERROR = "PK0009" "unreadable-file" {
         what: "A source file or module could not be read.",
-        why: "The path does not exist or is not readable.",
+        why: "The path does not exist or is not readable, or it names a device such as `/dev/zero` (which never ends) or a directory; `pkc aot` also refuses a StableHLO module over 1 GiB.",
         example: "pkc check missing.pk   // error: no such file",
     }
 

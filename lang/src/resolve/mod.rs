@@ -113,6 +113,10 @@ pub struct Loader<'a> {
     pub sources: &'a mut SourceMap,
     /// The directory of the root file, for `use NAME` of sibling modules.
     pub dir: Option<PathBuf>,
+    /// Sibling modules by the name they were loaded under, when they come
+    /// from a kernel package rather than the disk (see
+    /// [`crate::compile_embedded`]); the disk is then never read.
+    pub embedded: Option<Vec<(String, String)>>,
     pub diags: Vec<Diag>,
     program: Program,
     by_key: HashMap<String, ModId>,
@@ -123,6 +127,7 @@ impl<'a> Loader<'a> {
         Loader {
             sources,
             dir,
+            embedded: None,
             diags: Vec::new(),
             program: Program::default(),
             by_key: HashMap::new(),
@@ -260,6 +265,61 @@ impl<'a> Loader<'a> {
         format!("it defines: {list}")
     }
 
+    /// The text of the module file `full` that `use PATH` names, under the
+    /// limits of a source file given on the command line (`PK0008`,
+    /// `PK0007`, a byte-order mark dropped); a diagnostic at the `use` when
+    /// it cannot be had.
+    fn read_module(&mut self, full: &Path, path: &ast::Path) -> Option<String> {
+        let shown = full.display();
+        let bytes = match crate::files::read_limited(full, crate::MAX_SOURCE_BYTES as u64) {
+            Ok(b) => b,
+            Err(crate::files::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.diags.push(
+                    Diag::new(&codes::UNKNOWN_MODULE, format!("no module `{}`", path.to_string_path()), path.span)
+                        .label(format!("`{shown}` does not exist"))
+                        .help("`use NAME` loads NAME.pk next to this file; `use std::NAME` loads the standard library"),
+                );
+                return None;
+            }
+            Err(crate::files::ReadError::TooLarge(size)) => {
+                let size = size.map_or("more than 16 MiB".to_string(), |n| format!("{n} bytes"));
+                self.diags.push(
+                    Diag::new(
+                        &codes::FILE_TOO_LARGE,
+                        format!("module `{shown}` is {size}, more than the 16 MiB limit"),
+                        path.span,
+                    )
+                    .label("this module is too large")
+                    .help("is this really a .pk source file?"),
+                );
+                return None;
+            }
+            Err(e) => {
+                self.diags.push(
+                    Diag::new(
+                        &codes::IO_ERROR,
+                        format!("cannot read module `{shown}`: {}", e.reason()),
+                        path.span,
+                    )
+                    .label("this module cannot be read")
+                    .help("`use NAME` loads the file NAME.pk next to this file"),
+                );
+                return None;
+            }
+        };
+        match crate::source_text(full, bytes) {
+            Ok(t) => Some(t),
+            Err(d) => {
+                self.diags.push(
+                    Diag::new(&codes::NOT_UTF8, format!("module {}", d.message), path.span)
+                        .label("this module is not UTF-8 text")
+                        .help("a `use`d module is a .pk source file"),
+                );
+                None
+            }
+        }
+    }
+
     fn load_module(&mut self, path: &ast::Path) -> Option<ModId> {
         let segs: Vec<&str> = path.segments.iter().map(|s| s.name.as_str()).collect();
         let (key, name, text) = if segs.first() == Some(&"std") {
@@ -291,19 +351,31 @@ impl<'a> Loader<'a> {
             if let Some(id) = self.by_key.get(&key) {
                 return Some(*id);
             }
-            match std::fs::read(&full)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-            {
-                Some(t) => (key.clone(), key, t),
-                None => {
-                    self.diags.push(
-                        Diag::new(&codes::UNKNOWN_MODULE, format!("no module `{}`", path.to_string_path()), path.span)
-                            .label(format!("`{}` cannot be read", full.display()))
-                            .help("`use NAME` loads NAME.pk next to this file; `use std::NAME` loads the standard library"),
-                    );
-                    return None;
+            match &self.embedded {
+                // The name it was loaded under, or else the one carried
+                // module that is this path relative to some directory.
+                Some(files) => {
+                    let found = files
+                        .iter()
+                        .find(|(n, _)| *n == key)
+                        .or_else(|| files.iter().find(|(n, _)| Path::new(n).ends_with(&rel)))
+                        .map(|(n, t)| (n.clone(), t.clone()));
+                    match found {
+                        Some((name, t)) => (key, name, t),
+                        None => {
+                            self.diags.push(
+                                Diag::new(&codes::UNKNOWN_MODULE, format!("no module `{}`", path.to_string_path()), path.span)
+                                    .label(format!("`{}` is not among the package's sources", full.display()))
+                                    .help("`use NAME` loads NAME.pk next to this file; `use std::NAME` loads the standard library"),
+                            );
+                            return None;
+                        }
+                    }
                 }
+                None => match self.read_module(&full, path) {
+                    Some(t) => (key.clone(), key, t),
+                    None => return None,
+                },
             }
         };
         if let Some(id) = self.by_key.get(&key) {

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the import/export contract or the layout rules change.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// The module name of every host import.
 pub const IMPORT_MODULE: &str = "pk";
@@ -33,6 +33,11 @@ pub const IMPORT_DMA_WAIT: &str = "dma_wait";
 /// host computes exactly what the four-lane Wasm helpers compute, so
 /// where a tile's lanes are computed never shows in its bits.
 pub const IMPORT_EUP: &str = "eup";
+/// `fill(ref, bits)`: stores the 32-bit pattern `bits` into every element
+/// of ref `ref` (an `o[..] = 0.0` of a whole f32 output block). The host
+/// fills the block where it lies: in VMEM, or in the output array when the
+/// MXU writes that block in place (see [`RefSlot::mxu_out`]).
+pub const IMPORT_FILL: &str = "fill";
 
 /// The functions of the `eup` import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +196,13 @@ pub struct RefSlot {
     /// MXU read an input block from the array instead of copying it in.
     #[serde(default)]
     pub mxu_only: bool,
+    /// A blocked f32 output that only the host writes, whole: `dot`s whose
+    /// product is stored into it or accumulated in it (`out_ref` of their
+    /// sites) and `fill` calls; the kernel's own code never loads or stores
+    /// it. The host may then let the MXU write a full block where it lies
+    /// in the output array instead of in VMEM and copying it out.
+    #[serde(default)]
+    pub mxu_out: bool,
 }
 
 /// How a grid axis is split.
@@ -323,6 +335,12 @@ pub struct DotSite {
     pub lhs_ref: Option<u32>,
     #[serde(default)]
     pub rhs_ref: Option<u32>,
+    /// The ref whose whole VMEM buffer is the output (`r[..] = dot(..)` or
+    /// `r[..] += dot(..)` done by the GEMM itself): when the ref is
+    /// `mxu_out`, the host may have placed its block in the output array,
+    /// and writes the product there.
+    #[serde(default)]
+    pub out_ref: Option<u32>,
 }
 
 /// Linear memory regions, in bytes.

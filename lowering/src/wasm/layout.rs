@@ -64,6 +64,7 @@ pub(crate) fn refs(
             written: false,
             filled_first: false,
             mxu_only: false,
+            mxu_out: false,
         });
     }
     let mut place = |want: &dyn Fn(Space) -> bool, cursor: &mut u64| -> u64 {

@@ -4,7 +4,7 @@
 //! plays one TensorCore's SMEM + VMEM. The module exports the kernel body
 //! (grid indices in) and one function per blocked operand's index map; the
 //! host (the runtime's CPU executor) plays HBM, the DMA engine and the MXU
-//! through four imports. [`abi`] is the contract, [`CpuManifest`] the side
+//! through six imports. [`abi`] is the contract, [`CpuManifest`] the side
 //! tables (memory layout, sites with `.pk` locations, dot and DMA
 //! descriptors) that travel with the `.wasm`.
 //!
@@ -85,12 +85,13 @@ impl Error {
     }
 }
 
-const IMPORTS: [(&str, usize); 5] = [
+const IMPORTS: [(&str, usize); 6] = [
     (abi::IMPORT_TRAP, 4),
     (abi::IMPORT_DOT, 4),
     (abi::IMPORT_DMA_START, 1),
     (abi::IMPORT_DMA_WAIT, 1),
     (abi::IMPORT_EUP, 4),
+    (abi::IMPORT_FILL, 2),
 ];
 
 /// Lowers one specialised kernel.
@@ -123,6 +124,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         dma_start: 2,
         dma_wait: 3,
         eup: 4,
+        fill: 5,
     };
     let blocked: Vec<usize> = (0..k.operands.len())
         .filter(|&i| k.operands[i].block.is_some())
@@ -162,6 +164,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
             ));
         }
     }
+    let mut mxu_out = vec![false; slots.len()];
     for (name, f, plan, check_uninit, results) in bodies {
         let mut em = Em::new(
             k,
@@ -181,7 +184,13 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         for &y in &f.entry_block().yields {
             em.get(y);
         }
+        if std::ptr::eq(f, &k.body) {
+            mxu_out = host_written(&em);
+        }
         funcs.push((name, grid.clone(), results, em.fb.finish()));
+    }
+    for (s, out) in slots.iter_mut().zip(mxu_out) {
+        s.mxu_out = out;
     }
     for (h, f) in helpers.build_all() {
         funcs.push((
@@ -203,6 +212,31 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         .map_err(|e| Error::Internal(format!("generated module does not validate: {e}")))?;
     let manifest = manifest(k, sources, opts, slots, layout, sites);
     Ok(WasmKernel { bytes, manifest })
+}
+
+/// Per ref, whether only the host writes it and nothing reads it in the
+/// module (`RefSlot::mxu_out`): an output block whose every load and store
+/// the emitter gave to a `dot` (the store of its product, or the load and
+/// store of an accumulation) or to `fill`.
+fn host_written(em: &Em) -> Vec<bool> {
+    let k = em.k;
+    let mut only: Vec<bool> = k.refs.iter().map(|(r, _)| em.out_block(r)).collect();
+    for (id, op) in em.f.ops.iter() {
+        let by_host = em.done[id.index()] || em.host_filled[id.index()];
+        let touched: Vec<ir::RefId> = match &op.kind {
+            OpKind::Load(v) | OpKind::Store(v, _, _) => vec![v.target],
+            OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
+                vec![src.target, dst.target, sem.target]
+            }
+            _ => continue,
+        };
+        for r in touched {
+            if !by_host || matches!(op.kind, OpKind::DmaStart { .. } | OpKind::DmaWait { .. }) {
+                only[k.root(r).index()] = false;
+            }
+        }
+    }
+    only
 }
 
 /// The most DMA start arguments any one DMA op passes.

@@ -107,6 +107,29 @@ impl Buffers {
         }
     }
 
+    /// The first byte and the length of output buffer `b`, for the runner
+    /// to write blocks in place through: the owned vector is never resized
+    /// during a run, and lent memory stays lent until the run returns.
+    /// `None` for inputs read in place.
+    ///
+    /// Once a run writes a buffer through this pointer, every write of
+    /// the run to that buffer goes through it, to blocks the writing unit
+    /// has claimed (see `grid::Claims`), never through [`Self::write`].
+    pub fn out_ptr(&self, b: usize) -> Option<(*mut u8, usize)> {
+        match self.bufs.get(b)? {
+            Buf::Shared(_) => None,
+            Buf::Owned(l) => {
+                let mut g = l.write().ok()?;
+                Some((g.as_mut_ptr(), g.len()))
+            }
+            Buf::Lent(l) => {
+                let mut g = l.write().ok()?;
+                let bytes = g.bytes_mut();
+                Some((bytes.as_mut_ptr(), bytes.len()))
+            }
+        }
+    }
+
     /// Whether operand `i` is read in place from the caller's array
     /// (nothing writes it during the run).
     pub fn read_only(&self, i: usize) -> bool {

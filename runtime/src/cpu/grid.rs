@@ -26,6 +26,7 @@ use pk_lowering::wasm::abi::{
     DynamicAxis, GridAxis, OperandInfo, RefOrigin, Role, Semantics, Space,
 };
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Val;
 
 /// How the grid splits into units.
@@ -123,6 +124,109 @@ fn dynamic_extent(
 /// The output blocks a unit wrote, with the first step writing each.
 pub(crate) type Visits = Vec<HashMap<Vec<i64>, Vec<u64>>>;
 
+/// The most blocks of one output whose owners [`Claims`] records (8 bytes
+/// each); an output with more is written back through VMEM as usual.
+const MAX_CLAIMED_BLOCKS: u64 = 1 << 20;
+
+/// Per output whose blocks the MXU may write in place (`RefSlot::mxu_out`),
+/// the unit that first wrote each block in this run (0: none yet, else the
+/// unit + 1). A unit writes a block of such an output in the array only
+/// after claiming it, so that no two workers ever write the same bytes of
+/// the array, even for a kernel whose units race (which the race check
+/// reports after the run: a unit that finds its block claimed by another
+/// computes it in VMEM and drops it).
+pub(crate) struct Claims {
+    outputs: Vec<Option<Claimed>>,
+}
+
+/// One output's blocks and the buffer they are written into.
+struct Claimed {
+    /// Blocks per dimension.
+    counts: Vec<u64>,
+    owners: Vec<AtomicU64>,
+    /// The output buffer's first byte and length, taken once before the
+    /// workers start.
+    array: (*mut u8, usize),
+}
+
+// SAFETY: the pointer is only handed to runners, which write through it
+// the blocks they claimed here (disjoint bytes), while the buffer lives:
+// the claims are dropped before the run's buffers are.
+unsafe impl Sync for Claims {}
+// SAFETY: as above.
+unsafe impl Send for Claims {}
+
+impl Claims {
+    pub fn new(k: &CpuKernel, buffers: &Buffers) -> Claims {
+        let outputs =
+            k.m.operands
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let slot = k.m.refs.get(o.ref_index)?;
+                    let bs = o.block.as_ref()?;
+                    if o.role != Role::Output || o.aliases.is_some() || !slot.mxu_out {
+                        return None;
+                    }
+                    let array = buffers.out_ptr(*buffers.of_operand.get(i)?)?;
+                    let counts: Vec<u64> = o
+                        .shape
+                        .iter()
+                        .zip(bs)
+                        .map(|(&n, &b)| n.div_ceil(b.max(1)))
+                        .collect();
+                    let total = counts.iter().try_fold(1u64, |a, &c| a.checked_mul(c))?;
+                    if total > MAX_CLAIMED_BLOCKS {
+                        return None;
+                    }
+                    Some(Claimed {
+                        counts,
+                        owners: (0..total).map(|_| AtomicU64::new(0)).collect(),
+                        array,
+                    })
+                })
+                .collect();
+        Claims { outputs }
+    }
+
+    /// Output `i`'s buffer, when its blocks may be written in place.
+    fn array(&self, i: usize) -> Option<(*mut u8, usize)> {
+        Some(self.outputs.get(i)?.as_ref()?.array)
+    }
+
+    /// Claims block `b` of output `i` for unit `u`: whether no other unit
+    /// has it.
+    fn claim(&self, i: usize, b: &[i64], u: u64) -> bool {
+        let Some(Some(Claimed { counts, owners, .. })) = self.outputs.get(i) else {
+            return false;
+        };
+        let mut flat = 0u64;
+        for (&x, &c) in b.iter().zip(counts) {
+            flat = flat * c + x as u64;
+        }
+        let Some(owner) = owners.get(flat as usize) else {
+            return false;
+        };
+        match owner.compare_exchange(0, u + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(o) => o == u + 1,
+        }
+    }
+}
+
+/// Where the current block of an output whose blocks the MXU may write in
+/// place lives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placed {
+    /// In VMEM, copied into the array at write-back.
+    Vmem,
+    /// In the output array, written there by the MXU and `fill`.
+    Array,
+    /// In VMEM, and dropped: another unit claimed the block (a race the
+    /// check after the run reports).
+    Dropped,
+}
+
 /// What the executor knows of one operand.
 struct Op<'a> {
     info: &'a OperandInfo,
@@ -144,6 +248,12 @@ struct Op<'a> {
     /// array nothing writes: a full block stays in the array and the MXU
     /// reads it there (a partial block is copied in, padding and all).
     direct: bool,
+    /// A blocked f32 output that only the MXU and `fill` write (with
+    /// [`Claims`] for it): the output buffer's first byte and length. A
+    /// full block is written where it lies in the array; every block of
+    /// such an output is written through this pointer.
+    out_array: Option<(*mut u8, usize)>,
+    placed: Placed,
 }
 
 fn loc_err(
@@ -166,15 +276,34 @@ pub(crate) struct Runner<'a> {
     pub inst: Instance,
     ops: Vec<Op<'a>>,
     sched: &'a Schedule,
+    claims: &'a Claims,
+    /// The unit running.
+    unit: u64,
+}
+
+/// A blocked operand whose blocks are matrices: every block dimension but
+/// the last two is 1, so a block is rows of the array.
+fn rows_of_array(o: &OperandInfo) -> bool {
+    o.block
+        .as_ref()
+        .is_some_and(|b| b.len() >= 2 && b[..b.len() - 2].iter().all(|&d| d == 1))
 }
 
 impl<'a> Runner<'a> {
-    pub fn new(k: &'a CpuKernel, inst: Instance, sched: &'a Schedule) -> Result<Runner<'a>, Error> {
+    pub fn new(
+        k: &'a CpuKernel,
+        inst: Instance,
+        sched: &'a Schedule,
+        claims: &'a Claims,
+    ) -> Result<Runner<'a>, Error> {
         let m = &k.m;
         let mut ops = Vec::new();
         for (i, o) in m.operands.iter().enumerate() {
             let slot = &m.refs[o.ref_index];
             let dtype = k.dtypes[i];
+            let out_array = claims
+                .array(i)
+                .filter(|_| dtype == DType::F32 && slot.shadow.is_none() && rows_of_array(o));
             ops.push(Op {
                 info: o,
                 dtype,
@@ -192,10 +321,10 @@ impl<'a> Runner<'a> {
                 direct: o.role == Role::Input
                     && slot.mxu_only
                     && matches!(dtype, DType::F32 | DType::BF16)
-                    && o.block
-                        .as_ref()
-                        .is_some_and(|b| b.len() >= 2 && b[..b.len() - 2].iter().all(|&d| d == 1))
+                    && rows_of_array(o)
                     && inst.store.data().buffers.read_only(i),
+                out_array,
+                placed: Placed::Vmem,
             });
         }
         Ok(Runner {
@@ -203,6 +332,8 @@ impl<'a> Runner<'a> {
             inst,
             ops,
             sched,
+            claims,
+            unit: 0,
         })
     }
 
@@ -212,6 +343,7 @@ impl<'a> Runner<'a> {
 
     /// Runs unit `u`, returning the output blocks it wrote.
     pub fn unit(&mut self, u: u64) -> Result<Visits, Error> {
+        self.unit = u;
         self.start_unit()?;
         let mut visits: Visits = vec![HashMap::new(); self.ops.len()];
         let mut left: Vec<HashMap<Vec<i64>, Vec<u64>>> = vec![HashMap::new(); self.ops.len()];
@@ -255,7 +387,7 @@ impl<'a> Runner<'a> {
                             ));
                         }
                         visits[i].entry(b.clone()).or_insert_with(|| step.clone());
-                        self.prepare_out(i);
+                        self.place_out(i, &b)?;
                     }
                     _ => self.copy_in(i, &b)?,
                 }
@@ -420,6 +552,73 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// Block `b` of output `i` where it lies in the output array: its
+    /// first element and the array's row stride (elements), checked to lie
+    /// inside the buffer. Only for outputs with `out_array`.
+    fn out_rows(&self, i: usize, start: &[u64], size: &[u64]) -> Result<(*mut u8, usize), Error> {
+        let o = &self.ops[i];
+        let bad = || Error::Internal(format!("block of `{}` outside its array", o.info.name));
+        let (base, len) = o.out_array.ok_or_else(bad)?;
+        let mut elem = 0u64;
+        for (&s, &n) in start.iter().zip(&o.info.shape) {
+            elem = elem * n + s;
+        }
+        let ld = *o.info.shape.last().ok_or_else(bad)?;
+        let rows = size[size.len() - 2];
+        let cols = size[size.len() - 1];
+        let end = elem + rows.saturating_sub(1) * ld + cols;
+        if end.saturating_mul(o.eb as u64) > len as u64 {
+            return Err(bad());
+        }
+        // SAFETY: `elem` lies inside the buffer (checked above).
+        Ok((unsafe { base.add(elem as usize * o.eb) }, ld as usize))
+    }
+
+    /// Sets up a newly visited block of output `i`: where a kernel's output
+    /// is written only by the MXU and `fill`, a full block claimed by this
+    /// unit is written in the output array itself, else the block is in
+    /// VMEM (see [`Self::prepare_out`]).
+    fn place_out(&mut self, i: usize, b: &[i64]) -> Result<(), Error> {
+        if self.ops[i].out_array.is_none() {
+            self.prepare_out(i);
+            return Ok(());
+        }
+        let r = self.ops[i].info.ref_index;
+        let (start, size) = self.block_window(i, b);
+        let placed = if !self.claims.claim(i, b, self.unit) {
+            Placed::Dropped
+        } else if size == self.ops[i].buf_shape {
+            Placed::Array
+        } else {
+            Placed::Vmem
+        };
+        self.ops[i].placed = placed;
+        if placed != Placed::Array {
+            self.inst.store.data_mut().mxu.write_in_array(r, None);
+            self.prepare_out(i);
+            return Ok(());
+        }
+        let (ptr, ld) = self.out_rows(i, &start, &size)?;
+        let vmem = self.ops[i]
+            .offset
+            .ok_or_else(|| Error::Internal("an output block without VMEM".into()))?;
+        let block = super::mxu::DirectOut {
+            ptr: ptr as *mut f32,
+            ld,
+            rows: size[size.len() - 2] as usize,
+            cols: size[size.len() - 1] as usize,
+            vmem: vmem as u32,
+            // A block the kernel overwrites whole first needs no poison.
+            fresh: !self.ops[i].filled_first,
+        };
+        self.inst
+            .store
+            .data_mut()
+            .mxu
+            .write_in_array(r, Some(block));
+        Ok(())
+    }
+
     /// A newly visited output block starts as poison (not loaded from HBM),
     /// unless the kernel overwrites it whole first.
     fn prepare_out(&mut self, i: usize) {
@@ -442,7 +641,44 @@ impl<'a> Runner<'a> {
 
     fn write_back(&mut self, i: usize, b: &[i64]) -> Result<(), Error> {
         let (start, size) = self.block_window(i, b);
-        self.store_window(i, &start, &size)
+        if self.ops[i].out_array.is_none() {
+            return self.store_window(i, &start, &size);
+        }
+        let bytes = size.iter().product::<u64>() * self.ops[i].eb as u64;
+        let r = self.ops[i].info.ref_index;
+        match self.ops[i].placed {
+            Placed::Array => {
+                let h = self.inst.store.data_mut();
+                h.traffic.blocks_out += bytes;
+                if let Some(mut block) = h.mxu.write_in_array(r, None) {
+                    if block.fresh {
+                        block.fill(pk_lowering::wasm::abi::poison::F32);
+                    }
+                }
+            }
+            Placed::Vmem => {
+                self.inst.store.data_mut().traffic.blocks_out += bytes;
+                let (ptr, ld) = self.out_rows(i, &start, &size)?;
+                let (rows, cols) = (size[size.len() - 2] as usize, size[size.len() - 1] as usize);
+                let (off, eb) = (self.ops[i].offset.unwrap_or(0), self.ops[i].eb);
+                let bcols = self.ops[i].buf_shape[self.ops[i].buf_shape.len() - 1] as usize;
+                let mem = self.inst.memory.data(&self.inst.store);
+                for row in 0..rows {
+                    let src = &mem[off + row * bcols * eb..off + (row * bcols + cols) * eb];
+                    // SAFETY: row `row` of the block lies inside the output
+                    // buffer (checked by `out_rows`), this unit claimed the
+                    // block, and the buffer is written only through its
+                    // pointer during the run.
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(ptr.add(row * ld * eb), cols * eb)
+                    };
+                    dst.copy_from_slice(src);
+                }
+            }
+            Placed::Dropped => {}
+        }
+        self.ops[i].placed = Placed::Vmem;
+        Ok(())
     }
 
     fn store_window(&mut self, i: usize, start: &[u64], size: &[u64]) -> Result<(), Error> {

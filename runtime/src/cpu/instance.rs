@@ -181,6 +181,14 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
         },
     )
     .map_err(wrap)?;
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_FILL,
+        |mut c: Caller<'_, Host>, r: i32, bits: i32| {
+            on_memory(&mut c, |data, host| fill(data, host, r, bits as u32))
+        },
+    )
+    .map_err(wrap)?;
     for (name, start) in [(abi::IMPORT_DMA_START, true), (abi::IMPORT_DMA_WAIT, false)] {
         l.func_wrap(
             abi::IMPORT_MODULE,
@@ -198,6 +206,43 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
         .map_err(wrap)?;
     }
     Ok(l)
+}
+
+/// `fill(ref, bits)`: every 32-bit element of ref `r` set to `bits`, in
+/// the output array when the ref's block is there, else in VMEM.
+fn fill(data: &mut [u8], host: &mut Host, r: i32, bits: u32) -> Result<(), Error> {
+    let slot = usize::try_from(r).ok().and_then(|i| host.m.refs.get(i));
+    let Some(slot) = slot else {
+        return Err(Error::Internal(format!("fill of unknown ref {r}")));
+    };
+    if host.mxu.fill_in_array(r as usize, bits) {
+        return Ok(());
+    }
+    let elems = slot.shape.iter().product::<u64>();
+    let (Some(off), true) = (slot.offset, u64::from(slot.bytes) == 4 * elems) else {
+        return Err(Error::Internal(format!(
+            "fill of `{}`, which is not a 32-bit VMEM ref",
+            slot.name
+        )));
+    };
+    let range = off as usize..off as usize + slot.bytes as usize;
+    let Some(dst) = data.get_mut(range) else {
+        return Err(Error::Internal(format!(
+            "fill of `{}` past memory",
+            slot.name
+        )));
+    };
+    // SAFETY: every bit pattern is a valid u32; align_to_mut only
+    // reinterprets the aligned middle.
+    let (head, mid, tail) = unsafe { dst.align_to_mut::<u32>() };
+    if head.is_empty() && tail.is_empty() {
+        mid.fill(bits);
+    } else {
+        for w in dst.chunks_exact_mut(4) {
+            w.copy_from_slice(&bits.to_le_bytes());
+        }
+    }
+    Ok(())
 }
 
 impl Instance {

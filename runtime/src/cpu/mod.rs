@@ -20,6 +20,7 @@ mod host_mem;
 mod instance;
 mod mxu;
 pub mod npy;
+mod npy_header;
 mod pin;
 mod vnni;
 mod window;
@@ -43,7 +44,7 @@ use wasmtime::{Config, Engine, Linker, Module, OptLevel, UpdateDeadline};
 
 /// Checks an array read from `path` against an operand (its name, dtype
 /// and shape) and converts it to the operand's memory form: the dtype
-/// first, then the shape. Every device's `--in` files go through this.
+/// first, then the shape.
 pub fn check_operand(
     name: &str,
     d: DType,
@@ -51,20 +52,47 @@ pub fn check_operand(
     a: npy::NpyArray,
     path: &str,
 ) -> Result<HostArray, Error> {
-    let found_ty = a.ty;
-    let found_shape = a.shape.clone();
-    let host = npy::to_host(a, d).ok_or_else(|| Error::DtypeMismatch {
+    check_type(name, d, a.ty, path)?;
+    check_shape(name, shape, &a.shape, path)?;
+    npy::to_host(a, d).ok_or_else(|| Error::Internal("the dtype was checked".into()))
+}
+
+/// Reads the `.npy` file at `path` (`-` for standard input) as an operand:
+/// its header is checked against the operand (the dtype first, then the
+/// shape) before any data is read, and the data is read once, into the
+/// buffer the run uses. Every device's `--in` files go through this.
+pub fn read_operand(name: &str, d: DType, shape: &[u64], path: &Path) -> Result<HostArray, Error> {
+    let r = npy::open(path)?;
+    check_header(name, d, shape, &r.header, &r.path)?;
+    r.read_as(d)
+}
+
+/// Checks a `.npy` header read from `path` against an operand.
+pub fn check_header(
+    name: &str,
+    d: DType,
+    shape: &[u64],
+    h: &npy::Header,
+    path: &str,
+) -> Result<(), Error> {
+    check_type(name, d, h.ty, path)?;
+    check_shape(name, shape, &h.shape, path)
+}
+
+fn check_type(name: &str, d: DType, found: npy::NpyType, path: &str) -> Result<(), Error> {
+    if npy::accepted(d).contains(&found) {
+        return Ok(());
+    }
+    Err(Error::DtypeMismatch {
         operand: name.to_string(),
         expected: format!(
             "{d} (a {} array, {})",
             npy::numpy_spelling(d),
             npy::accepted(d)[0].describe()
         ),
-        found: found_ty.describe(),
+        found: found.describe(),
         path: path.to_string(),
-    })?;
-    check_shape(name, shape, &found_shape, path)?;
-    Ok(host)
+    })
 }
 
 /// Checks the shape of an array read from `path` against an operand's.
@@ -324,10 +352,11 @@ impl CpuKernel {
         self.dtypes[i]
     }
 
-    /// Reads an input from a `.npy` file, checking it against operand `i`.
+    /// Reads an input from a `.npy` file (`-` for standard input),
+    /// checking its header against operand `i` before its data is read.
     pub fn read_input(&self, i: usize, path: &Path) -> Result<HostArray, Error> {
-        let a = npy::read(path)?;
-        self.check(i, a, &path.display().to_string())
+        let o = &self.m.operands[i];
+        read_operand(&o.name, self.dtypes[i], &o.shape, path)
     }
 
     /// Checks a file array against operand `i` and converts it.
@@ -625,6 +654,7 @@ impl CpuKernel {
             failed: AtomicBool::new(false),
         };
         let pins = pin::Pins::new(opts.pin, threads as usize);
+        let claims = grid::Claims::new(self, buffers);
         let results: Vec<WorkerResult> = std::thread::scope(|s| {
             if let Some(deadline) = deadline {
                 let engine = &self.engine;
@@ -642,12 +672,12 @@ impl CpuKernel {
             }
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (sched, grab, pins) = (&sched, &grab, &pins);
+                    let (sched, grab, pins, claims) = (&sched, &grab, &pins, &claims);
                     s.spawn(move || {
                         ieee_floats();
                         pins.enter(t as usize);
                         buffers.populate(t as usize, threads as usize);
-                        let r = self.worker(buffers, sched, grab, opts, deadline);
+                        let r = self.worker(buffers, (sched, claims), grab, opts, deadline);
                         if r.is_err() {
                             grab.failed.store(true, Ordering::Relaxed);
                         }
@@ -701,7 +731,7 @@ impl CpuKernel {
     fn worker(
         &self,
         buffers: &Arc<Buffers>,
-        sched: &Schedule,
+        (sched, claims): (&Schedule, &grid::Claims),
         grab: &Grab,
         opts: &RunOptions,
         deadline: Option<Instant>,
@@ -756,7 +786,7 @@ impl CpuKernel {
                 .set_fuel(f)
                 .map_err(|e| fail(Error::Internal(e.to_string())))?;
         }
-        let mut runner = Runner::new(self, inst, sched).map_err(fail)?;
+        let mut runner = Runner::new(self, inst, sched, claims).map_err(fail)?;
         let mut out = Vec::new();
         while let Some(units) = grab.take() {
             for u in units {

@@ -79,6 +79,44 @@ pub(crate) struct Direct {
     pub vmem: u32,
 }
 
+/// The block of an output array that stands for a ref only the host
+/// writes (see `RefSlot::mxu_out`): the MXU and `fill` write it where it
+/// lies, instead of in VMEM with a copy out afterwards.
+pub(crate) struct DirectOut {
+    /// The block's first element in the output array.
+    pub ptr: *mut f32,
+    /// The array's row stride (elements).
+    pub ld: usize,
+    pub rows: usize,
+    pub cols: usize,
+    /// The ref's VMEM address: a dot or fill naming it writes the block.
+    pub vmem: u32,
+    /// Nothing has written the block yet in this visit, so it reads as
+    /// poison: it is poisoned first when a dot adds to it, or when it is
+    /// written back unwritten.
+    pub fresh: bool,
+}
+
+// SAFETY: the pointer is into an output buffer that outlives the run; the
+// runner claimed the block for its unit (no other unit writes it) and
+// drops the `DirectOut` when it writes the block back, before the run
+// ends. An instance moves between threads only between runs.
+unsafe impl Send for DirectOut {}
+
+impl DirectOut {
+    /// Stores the 32-bit pattern `bits` into every element of the block.
+    pub fn fill(&mut self, bits: u32) {
+        let v = f32::from_bits(bits);
+        for r in 0..self.rows {
+            // SAFETY: row `r` of the block lies inside the output array,
+            // which the runner checked when it placed the block, and only
+            // this unit writes it.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r * self.ld), self.cols) }.fill(v);
+        }
+        self.fresh = false;
+    }
+}
+
 /// Host state of an instance's MXU.
 #[derive(Default)]
 pub(crate) struct Scratch {
@@ -91,12 +129,16 @@ pub(crate) struct Scratch {
     int8: super::vnni::Scratch,
     /// Per ref, the block the MXU reads from the array instead of VMEM.
     direct: Vec<Option<Direct>>,
+    /// Per ref, the output block the MXU writes in the array instead of
+    /// VMEM.
+    direct_out: Vec<Option<DirectOut>>,
 }
 
 impl Scratch {
     pub fn new(refs: usize) -> Scratch {
         Scratch {
             direct: vec![None; refs],
+            direct_out: (0..refs).map(|_| None).collect(),
             ..Default::default()
         }
     }
@@ -105,6 +147,28 @@ impl Scratch {
     pub fn copied(&mut self, r: usize) {
         if let Some(d) = self.direct.get_mut(r) {
             *d = None;
+        }
+    }
+
+    /// Makes ref `r` stand for a block of an output array (or, with
+    /// `None`, for its VMEM buffer again), returning the block it stood
+    /// for until now.
+    pub fn write_in_array(&mut self, r: usize, block: Option<DirectOut>) -> Option<DirectOut> {
+        match self.direct_out.get_mut(r) {
+            Some(d) => std::mem::replace(d, block),
+            None => None,
+        }
+    }
+
+    /// `fill(ref, bits)`: the block ref `r` stands for in an output array,
+    /// filled; `false` when the ref is in VMEM (the caller fills it there).
+    pub fn fill_in_array(&mut self, r: usize, bits: u32) -> bool {
+        match self.direct_out.get_mut(r).and_then(Option::as_mut) {
+            Some(b) => {
+                b.fill(bits);
+                true
+            }
+            None => false,
         }
     }
 
@@ -163,14 +227,14 @@ impl Stored {
 type Strided = (*const f32, isize, isize);
 
 /// `dst[m x n] (+)= lhs[m x k] @ rhs[k x n]` in f32 on one thread; `dst`
-/// is dense with row stride `n`, and is added to when `add`.
+/// has row stride `dst_rs`, and is added to when `add`.
 ///
 /// # Safety
 /// Every element the shapes and strides reach lies inside its allocation;
 /// `dst` is 4-byte aligned and overlaps neither operand.
 unsafe fn sgemm(
     (m, n, k): (usize, usize, usize),
-    dst: *mut f32,
+    (dst, dst_rs): (*mut f32, usize),
     add: bool,
     (lp, l_rs, l_cs): Strided,
     (rp, r_rs, r_cs): Strided,
@@ -183,7 +247,7 @@ unsafe fn sgemm(
             k,
             dst,
             1,
-            n as isize,
+            dst_rs as isize,
             add,
             lp,
             l_cs,
@@ -212,7 +276,36 @@ pub(crate) fn dot(
     scratch: &mut Scratch,
 ) -> Result<(), String> {
     let eb = |bf16: bool| if bf16 { 2 } else { 4 };
-    let o = extent(out as usize, d.m, d.n, d.n, 4);
+    // The output: the block of an output array the ref stands for, or
+    // linear memory.
+    let in_array = match d
+        .out_ref
+        .and_then(|r| scratch.direct_out.get_mut(r as usize)?.as_mut())
+    {
+        None => None,
+        Some(b) if b.vmem == out && (b.rows, b.cols) == (d.m as usize, d.n as usize) => {
+            if d.kind != DotKind::F32 {
+                return Err("an integer dot into an output block in its array".into());
+            }
+            // A product added to a block nothing wrote adds to poison, as
+            // in VMEM.
+            if b.fresh && d.accumulate {
+                b.fill(pk_lowering::wasm::abi::poison::F32);
+            }
+            b.fresh = false;
+            Some((b.ptr, b.ld))
+        }
+        Some(_) => {
+            return Err(format!(
+                "dot out at {out} is not the whole ref whose block is in the output array"
+            ))
+        }
+    };
+    let o = if in_array.is_some() {
+        (0, 0)
+    } else {
+        extent(out as usize, d.m, d.n, d.n, 4)
+    };
     if o.1 > mem.len() || !o.0.is_multiple_of(4) {
         return Err(format!("dot out range {}..{} is outside memory", o.0, o.1));
     }
@@ -284,11 +377,18 @@ pub(crate) fn dot(
     let [sl, sr] = stored;
     match d.kind {
         DotKind::F32 => {
+            let dst = match in_array {
+                Some(out) => out,
+                // SAFETY: inside `mem`, checked above.
+                None => (unsafe { base.add(o.0) as *mut f32 }, n),
+            };
             if k == 0 && !d.accumulate {
-                mem[o.0..o.1].fill(0);
+                for r in 0..m {
+                    // SAFETY: row `r` of the output, in `mem` (checked above)
+                    // or in the block of the output array.
+                    unsafe { std::slice::from_raw_parts_mut(dst.0.add(r * dst.1), n) }.fill(0.0);
+                }
             }
-            // SAFETY: inside `mem`, checked above.
-            let dst = unsafe { base.add(o.0) as *mut f32 };
             for k0 in (0..k).step_by(KC) {
                 let kc = KC.min(k - k0);
                 // op(lhs) is m x k, op(rhs) k x n; a transposed operand is
@@ -322,9 +422,11 @@ pub(crate) fn dot(
                 // first for `acc += dot(..)`.
                 let add = d.accumulate || k0 > 0;
                 // SAFETY: the output range lies inside `mem`, 4-byte
-                // aligned, and overlaps no operand; each operand chunk lies,
-                // 4-byte aligned, inside `mem`, a scratch buffer, or an
-                // input array that nothing writes during the run.
+                // aligned, and overlaps no operand, or is the block of an
+                // output array that only this unit writes; each operand
+                // chunk lies, 4-byte aligned, inside `mem`, a scratch
+                // buffer, or an input array that nothing writes during the
+                // run.
                 unsafe { sgemm((m, n, kc), dst, add, (lp, l_rs, l_cs), (rp, r_rs, r_cs)) };
             }
         }
@@ -434,7 +536,7 @@ fn int_gemm(
         unsafe {
             sgemm(
                 (m, n, kk),
-                c.as_mut_ptr(),
+                (c.as_mut_ptr(), n),
                 false,
                 (lp, l_rs, l_cs),
                 (rp, r_rs, r_cs),
@@ -587,6 +689,7 @@ mod tests {
             rhs_bf16: false,
             lhs_ref: None,
             rhs_ref: None,
+            out_ref: None,
         }
     }
 

@@ -80,21 +80,47 @@ pub struct BuiltKernel {
 /// Checks `path` for every target and lowers each of its kernels (or the
 /// one selected) to a package.
 pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
+    let source = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    build_with(
+        &|o: &pk_lang::Options| pk_lang::compile_file(path, o),
+        &source,
+        opts,
+    )
+}
+
+/// [`build_file`] for a kernel a package carries: its source files, root
+/// first, by the names the build loaded them under (see
+/// [`pk_lang::compile_embedded`]), and `source`, the manifest's file name.
+pub fn build_embedded(
+    files: &[(String, String)],
+    source: &str,
+    opts: &BuildOptions,
+) -> Result<Built, Failure> {
+    build_with(
+        &|o: &pk_lang::Options| pk_lang::compile_embedded(files, o),
+        source,
+        opts,
+    )
+}
+
+type Compile<'a> = dyn Fn(&pk_lang::Options) -> Result<ir::Module, Failure> + 'a;
+
+fn build_with(compile: &Compile<'_>, source: &str, opts: &BuildOptions) -> Result<Built, Failure> {
     let Some(&first) = opts.targets.first() else {
         return Err(usage_failure("no target to build for"));
     };
     let compile = |t: TpuTarget| {
-        pk_lang::compile_file(
-            path,
-            &pk_lang::Options {
-                target: lang_target(t),
-                params: opts.params.clone(),
-                param_origins: opts.param_origins.clone(),
-                kernel: opts.kernel.clone(),
-                specialise: true,
-                ..Default::default()
-            },
-        )
+        compile(&pk_lang::Options {
+            target: lang_target(t),
+            params: opts.params.clone(),
+            param_origins: opts.param_origins.clone(),
+            kernel: opts.kernel.clone(),
+            specialise: true,
+            ..Default::default()
+        })
     };
     let module = compile(first)?;
     // Only the checks differ between targets (dtype support, VMEM budget),
@@ -119,16 +145,12 @@ pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
             sources: first_failure.sources.clone(),
         });
     }
-    let source = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
     let mut kernels = Vec::new();
     // The checker's warnings (of the first target) come first.
     let mut warnings = module.warnings.clone();
     let mut errors = Vec::new();
     for k in &module.kernels {
-        match build_kernel(&module, k, &source, opts) {
+        match build_kernel(&module, k, source, opts) {
             Ok((built, warning)) => {
                 kernels.push(built);
                 warnings.extend(warning);

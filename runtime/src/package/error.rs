@@ -113,6 +113,31 @@ pub enum PackageError {
         help("the CPU reference cannot run this kernel (`pkc build` warned which operation); run the package on a TPU")
     )]
     NoCpuReference { dir: String, kernel: String },
+
+    #[error("{dir} is not what its source builds to: {message}")]
+    #[diagnostic(
+        code(PK3013),
+        help("the package was edited after the build (its hashes updated to match) or built by another pk; rebuild it with `pkc build`")
+    )]
+    NotItsBuild { dir: String, message: String },
+
+    #[error("{dest} would be written inside the kernel package {package}")]
+    #[diagnostic(
+        code(PK3014),
+        help("`-o` names the directory that receives packages, such as `build`, not a package; a package holds only the files its manifest lists")
+    )]
+    InsideAPackage { dest: String, package: String },
+
+    #[error("`{first}` and `{second}` both produce the package `{name}`; nothing was written")]
+    #[diagnostic(
+        code(PK3015),
+        help("build them with different -o directories, or give one of them other parameters with -p")
+    )]
+    DuplicatePackage {
+        name: String,
+        first: String,
+        second: String,
+    },
 }
 
 /// The long form of every `PK30xx` code, for `pkc explain`.
@@ -238,6 +263,47 @@ pub const EXPLANATIONS: &[Explanation] = &[
         example: "warning[PK3012]: no CPU reference for `k`: ... is not supported by the CPU reference\n\
                   The package runs on TPU; `pkc run` needs kernel.wasm:\n\
                   error[PK3012]: build/k has no CPU reference: `k` was built without kernel.wasm",
+    },
+    Explanation {
+        code: "PK3013",
+        title: "package-not-its-build",
+        what: "A file of the package, or the manifest's description of the kernel, differs from \
+               what pk builds from the kernel source the package carries (in kernel.wasm.json) \
+               with the manifest's parameters and targets. The message names the first \
+               difference (a file, or a field such as `refs[2].offset`).",
+        why: "The CPU reference runs the module with the layout, block sizes and call tables of \
+              its side table; one that contradicts the module could compute wrong values or \
+              reach past a buffer. Hashes cannot catch an edit whose hashes were updated too, \
+              so pk builds the kernel again and compares every file but the AOT executables \
+              (which are checked against their compile reports). A package built by another \
+              pk version differs too.",
+        example: "$ pkc verify build/add      # kernel.wasm.json edited, its hash recomputed\n\
+                  error[PK3013]: build/add is not what its source builds to: in `kernel.wasm.json`, \
+                  `operands[0].block[0]` is 16, the build has 8\n\
+                  $ pkc build kernels/add.pk -o build",
+    },
+    Explanation {
+        code: "PK3014",
+        title: "output-inside-a-package",
+        what: "`pkc build -o DIR` was given a kernel package (or a directory inside one) as DIR, \
+               so the new package would be written inside another package.",
+        why: "A package holds exactly the files its manifest lists; a package nested in it \
+              would make the outer one fail verification (PK3007). `-o` names the directory \
+              that receives packages.",
+        example: "$ pkc build kernels/add.pk -o build/add\n\
+                  error[PK3014]: build/add/add would be written inside the kernel package build/add\n\
+                  $ pkc build kernels/add.pk -o build      # writes build/add",
+    },
+    Explanation {
+        code: "PK3015",
+        title: "duplicate-package",
+        what: "Two kernels of one `pkc build` (from different files, or a file given twice) have \
+               the same package name: the kernel name and the parameters set with -p.",
+        why: "The second package would replace the first. pk finds this before writing \
+              anything, so a failed build leaves the output directory as it was.",
+        example: "$ pkc build a/add.pk b/add.pk -o build\n\
+                  error[PK3015]: `a/add.pk` and `b/add.pk` both produce the package `add`; nothing was written\n\
+                  $ pkc build a/add.pk -o build/a && pkc build b/add.pk -o build/b",
     },
 ];
 

@@ -17,8 +17,10 @@
 //!
 //! [`NewPackage::write`] writes a package atomically (see `write.rs`);
 //! [`Package::open`] reads one back and verifies it whole: the format
-//! version, the manifest's consistency, the set of files, every hash, and
-//! that the files describe the manifest's kernel (see `verify.rs`).
+//! version, the manifest's consistency, the set of files, every hash, that
+//! the files describe the manifest's kernel (see `verify.rs`), and that a
+//! package with a CPU reference is what its carried source builds to (see
+//! `rebuild.rs`).
 //! [`Package::load_cpu`] opens a package and compiles its CPU reference, as
 //! `pkc run DIR` does.
 //! A package that opens is exactly the one that was written, held in
@@ -28,6 +30,7 @@ mod aot;
 pub mod build;
 mod error;
 mod manifest;
+mod rebuild;
 mod verify;
 mod write;
 
@@ -38,7 +41,7 @@ pub use manifest::{
     ParamValueEntry, TargetModule, Toolchain, Vmem, VmemBuffer, FORMAT,
 };
 pub use verify::LoadError;
-pub use write::stablehlo_path;
+pub use write::{enclosing_package, stablehlo_path};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -125,76 +128,25 @@ impl Package {
     /// Reads the package in `dir` and verifies it: `manifest.json` parses,
     /// has this pk's [`FORMAT`] and is consistent; the directory holds
     /// exactly the files the manifest lists, each a regular file within the
-    /// size limits and with the recorded SHA-256.
+    /// size limits and with the recorded SHA-256; the files describe the
+    /// manifest's kernel; and a package with a CPU reference is what its
+    /// carried source builds to (`PK3013`). A package replaced by a rebuild
+    /// while it is read is read again, so the result is the old package or
+    /// the new one, whole.
     pub fn open(dir: impl AsRef<Path>) -> Result<Package, PackageError> {
         let dir = dir.as_ref();
         let shown = dir.display().to_string();
-        match fs::metadata(dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_a_package(&shown, "it is not a directory")),
-            Err(e) => return Err(not_a_package(&shown, &e.to_string())),
-        }
-        let manifest_path = dir.join(MANIFEST);
-        let text = match read_limited(dir, MANIFEST, MAX_MANIFEST_BYTES) {
-            Err(PackageError::MissingFile { .. }) => {
-                return Err(not_a_package(&shown, "it has no manifest.json"))
-            }
-            other => other?,
-        };
-        let invalid = |message: String| PackageError::InvalidManifest {
-            path: manifest_path.display().to_string(),
-            message,
-        };
-        let value: serde_json::Value =
-            serde_json::from_slice(&text).map_err(|e| invalid(e.to_string()))?;
-        match value.get("format").and_then(|f| f.as_str()) {
-            Some(FORMAT) => {}
-            Some(other) => {
-                return Err(PackageError::UnsupportedFormat {
-                    dir: shown,
-                    found: other.to_string(),
-                    expected: FORMAT.to_string(),
-                })
-            }
-            None => return Err(invalid("it has no `format` string".to_string())),
-        }
-        let manifest: Manifest =
-            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-        manifest
-            .check()
-            .map_err(|message| PackageError::Inconsistent {
-                dir: shown.clone(),
-                message,
+        let (manifest, files) = read_whole(dir)?;
+        let package = Package::from_verified(dir.to_path_buf(), manifest, files)?;
+        if let Some(cpu) = &package.cpu {
+            rebuild::check(&package.manifest, &package.files, cpu).map_err(|message| {
+                PackageError::NotItsBuild {
+                    dir: shown.clone(),
+                    message,
+                }
             })?;
-        for found in list_files(dir)? {
-            if found != MANIFEST && !manifest.files.contains_key(&found) {
-                return Err(PackageError::UnexpectedFile {
-                    dir: shown,
-                    file: found,
-                    reason: "its manifest does not list".to_string(),
-                });
-            }
         }
-        let mut files = BTreeMap::new();
-        for (name, entry) in &manifest.files {
-            if entry.bytes > MAX_FILE_BYTES {
-                return Err(too_large(dir, name, entry.bytes, MAX_FILE_BYTES));
-            }
-            let bytes = read_limited(dir, name, MAX_FILE_BYTES)?;
-            let found = sha256_hex(&bytes);
-            if found != entry.sha256.to_ascii_lowercase() || bytes.len() as u64 != entry.bytes {
-                return Err(PackageError::HashMismatch {
-                    dir: shown,
-                    file: name.clone(),
-                    expected: entry.sha256.clone(),
-                    expected_bytes: entry.bytes,
-                    found,
-                    found_bytes: bytes.len() as u64,
-                });
-            }
-            files.insert(name.clone(), bytes);
-        }
-        Package::from_verified(dir.to_path_buf(), manifest, files)
+        Ok(package)
     }
 
     /// Builds a package from a checked manifest and files whose hashes
@@ -323,6 +275,117 @@ impl Package {
     pub fn file(&self, name: &str) -> Option<&[u8]> {
         self.files.get(name).map(Vec::as_slice)
     }
+}
+
+/// How often [`Package::open`] reads a package that was replaced while it
+/// read it before it reports what it found.
+const REREADS: usize = 100;
+
+/// Reads and checks the manifest and every listed file of the package in
+/// `dir`. A package rebuilt meanwhile (`pkc build` replaces the directory
+/// whole, see `write.rs`) is read again, so that the result comes from one
+/// directory: the directory is held open while it is read, so that its
+/// identity (device and inode) cannot pass to another, and compared with
+/// the one `dir` names afterwards.
+fn read_whole(dir: &Path) -> Result<(Manifest, BTreeMap<String, Vec<u8>>), PackageError> {
+    let mut attempt = 0;
+    loop {
+        let pin = fs::File::open(dir).ok();
+        let before = pin
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .or_else(|| fs::metadata(dir).ok())
+            .and_then(|m| identity(&m));
+        let result = read_once(dir);
+        let after = fs::metadata(dir).ok().and_then(|m| identity(&m));
+        drop(pin);
+        attempt += 1;
+        if before == after || attempt >= REREADS {
+            return result;
+        }
+    }
+}
+
+/// The device and inode of a directory.
+#[cfg(unix)]
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// One reading of [`read_whole`].
+fn read_once(dir: &Path) -> Result<(Manifest, BTreeMap<String, Vec<u8>>), PackageError> {
+    let shown = dir.display().to_string();
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(not_a_package(&shown, "it is not a directory")),
+        Err(e) => return Err(not_a_package(&shown, &e.to_string())),
+    }
+    let manifest_path = dir.join(MANIFEST);
+    let text = match read_limited(dir, MANIFEST, MAX_MANIFEST_BYTES) {
+        Err(PackageError::MissingFile { .. }) => {
+            return Err(not_a_package(&shown, "it has no manifest.json"))
+        }
+        other => other?,
+    };
+    let invalid = |message: String| PackageError::InvalidManifest {
+        path: manifest_path.display().to_string(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| invalid(e.to_string()))?;
+    match value.get("format").and_then(|f| f.as_str()) {
+        Some(FORMAT) => {}
+        Some(other) => {
+            return Err(PackageError::UnsupportedFormat {
+                dir: shown,
+                found: other.to_string(),
+                expected: FORMAT.to_string(),
+            })
+        }
+        None => return Err(invalid("it has no `format` string".to_string())),
+    }
+    let manifest: Manifest = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+    manifest
+        .check()
+        .map_err(|message| PackageError::Inconsistent {
+            dir: shown.clone(),
+            message,
+        })?;
+    for found in list_files(dir)? {
+        if found != MANIFEST && !manifest.files.contains_key(&found) {
+            return Err(PackageError::UnexpectedFile {
+                dir: shown,
+                file: found,
+                reason: "its manifest does not list".to_string(),
+            });
+        }
+    }
+    let mut files = BTreeMap::new();
+    for (name, entry) in &manifest.files {
+        if entry.bytes > MAX_FILE_BYTES {
+            return Err(too_large(dir, name, entry.bytes, MAX_FILE_BYTES));
+        }
+        let bytes = read_limited(dir, name, MAX_FILE_BYTES)?;
+        let found = sha256_hex(&bytes);
+        if found != entry.sha256.to_ascii_lowercase() || bytes.len() as u64 != entry.bytes {
+            return Err(PackageError::HashMismatch {
+                dir: shown,
+                file: name.clone(),
+                expected: entry.sha256.clone(),
+                expected_bytes: entry.bytes,
+                found,
+                found_bytes: bytes.len() as u64,
+            });
+        }
+        files.insert(name.clone(), bytes);
+    }
+    Ok((manifest, files))
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

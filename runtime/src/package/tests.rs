@@ -58,7 +58,7 @@ fn stages() -> Vec<Stage<'static>> {
         Stage::Wrote(STABLEHLO),
         Stage::Wrote(MANIFEST),
         Stage::Complete,
-        Stage::MovedOld,
+        Stage::Replacing,
     ]
 }
 
@@ -92,10 +92,10 @@ fn a_failed_first_write_leaves_nothing() {
     for stage in stages() {
         let root = scratch("fresh");
         let dest = root.path().join("add");
-        // With nothing to replace, `MovedOld` never happens and the write
+        // With nothing to replace, `Replacing` never happens and the write
         // succeeds; every other stage fails it.
         match write_with(&new, &dest, &mut fail_at(stage)) {
-            Ok(_) => assert_eq!(stage, Stage::MovedOld),
+            Ok(_) => assert_eq!(stage, Stage::Replacing),
             Err(e) => {
                 assert!(matches!(e, PackageError::Write { .. }), "{e:?}");
                 assert!(!dest.exists(), "{stage:?}");

@@ -2,11 +2,12 @@
 //! verified package's CPU reference.
 //!
 //! The manifest is the root of trust: its hash table covers every other
-//! file, so a file changed after the build is caught by its hash. A
-//! manifest edited consistently (hash and file together) cannot be told
-//! from a genuine one; what is checked here is that the files describe the
-//! same kernel, so that such a package is refused with a code instead of
-//! running with one description and being called with another.
+//! file, so a file changed after the build is caught by its hash. An edit
+//! with its hash updated is not; what is checked here is that the files
+//! describe the same kernel, so that such a package is refused with a code
+//! instead of running with one description and being called with another,
+//! and with a message that says which. `rebuild.rs` then checks the rest
+//! of a package with a CPU reference by building it again.
 //!
 //! invariant: a package that opens has a CPU reference whose kernel, ABI,
 //! target, parameters, operands and grid are the manifest's, and AOT reports whose

@@ -1,13 +1,15 @@
 //! Writing a package atomically.
 //!
 //! The package is written in full into a fresh temporary directory next to
-//! its destination (same file system, so renames are atomic). Only then is
-//! an existing package at the destination renamed away, the new one renamed
-//! into place, and the old one deleted. If anything fails before the new
-//! package is in place, the old one is put back (or was never moved) and the
-//! temporary directory is removed. For the instant between the two renames
-//! the destination does not exist; a reader then sees "not a package", never
-//! a mixture of two.
+//! its destination (same file system, so renames are atomic). Only then
+//! does it trade places with an existing package at the destination in one
+//! atomic exchange (Linux; elsewhere the old one is renamed away and the new
+//! one renamed into place), and the old one is deleted. If anything fails
+//! before the new package is in place, the old one is put back (or was never
+//! moved) and the temporary directory is removed. A reader sees the old
+//! package or the new one, never a mixture: [`Package::open`] reads every
+//! file through one directory and starts again if the destination was
+//! replaced meanwhile.
 //!
 //! Files are not flushed to disk (`fsync`) before the rename. A package is a
 //! build output that can be rebuilt, and one damaged by an operating-system
@@ -43,8 +45,8 @@ pub(crate) enum Stage<'a> {
     Wrote(&'a str),
     /// Every file is written; nothing at the destination has changed yet.
     Complete,
-    /// The old package was renamed away; the new one is not in place yet.
-    MovedOld,
+    /// An older package is about to be replaced; it is still in place.
+    Replacing,
 }
 
 impl NewPackage {
@@ -151,6 +153,12 @@ pub(crate) fn write_with(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    if let Some(package) = enclosing_package(&parent) {
+        return Err(PackageError::InsideAPackage {
+            dest: dest.display().to_string(),
+            package: package.display().to_string(),
+        });
+    }
     fs::create_dir_all(&parent).map_err(|e| write_err(dest, e))?;
     let replacing = replaceable(dest)?;
 
@@ -168,34 +176,119 @@ pub(crate) fn write_with(
     hook(Stage::Complete).map_err(|e| write_err(dest, e))?;
 
     if replacing {
-        let old = unique_sibling(&parent, &name, "old");
-        fs::rename(dest, &old).map_err(|e| write_err(dest, e))?;
-        let moved = hook(Stage::MovedOld).and_then(|()| fs::rename(&tmp.path, dest));
-        if let Err(e) = moved {
-            // Put the old package back; if even that fails, say where it is.
-            return Err(match fs::rename(&old, dest) {
-                Ok(()) => write_err(dest, e),
-                Err(back) => write_err(
-                    dest,
-                    io::Error::new(
-                        e.kind(),
-                        format!(
-                            "{e}; the previous package could not be moved back from {} ({back})",
-                            old.display()
-                        ),
-                    ),
-                ),
-            });
-        }
-        tmp.disarm();
-        // The new package is in place; failing to delete the old copy loses
-        // nothing, so it is not an error of the write.
-        let _ = fs::remove_dir_all(&old);
+        replace(tmp, dest, &parent, &name, hook).map_err(|e| write_err(dest, e))?;
     } else {
         fs::rename(&tmp.path, dest).map_err(|e| write_err(dest, e))?;
         tmp.disarm();
     }
     Package::from_verified(dest.to_path_buf(), manifest, files)
+}
+
+/// Puts the complete package in `tmp` at `dest`, which holds an older one.
+///
+/// Where the system can (Linux's `renameat2` with `RENAME_EXCHANGE`), the
+/// two directories trade places in one step, so that `dest` names the old
+/// package or the new one at every instant and a reader that opens it
+/// while it is rebuilt sees one of them whole (see [`Package::open`]). The
+/// old one, now at the temporary name, is then removed. Elsewhere the old
+/// package is renamed away first, and for an instant `dest` does not exist.
+fn replace(
+    tmp: TempDir,
+    dest: &Path,
+    parent: &Path,
+    name: &str,
+    hook: &mut dyn FnMut(Stage<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    hook(Stage::Replacing)?;
+    match exchange(&tmp.path, dest) {
+        // `tmp` holds the old package now; dropping it removes it. Failing
+        // to remove it loses nothing, so it is not an error of the write.
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => return Err(e),
+    }
+    let old = unique_sibling(parent, name, "old");
+    fs::rename(dest, &old)?;
+    if let Err(e) = fs::rename(&tmp.path, dest) {
+        // Put the old package back; if even that fails, say where it is.
+        return Err(match fs::rename(&old, dest) {
+            Ok(()) => e,
+            Err(back) => io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; the previous package could not be moved back from {} ({back})",
+                    old.display()
+                ),
+            ),
+        });
+    }
+    tmp.disarm();
+    let _ = fs::remove_dir_all(&old);
+    Ok(())
+}
+
+/// Exchanges two directories atomically: `Ok(false)` when the system or
+/// the file system cannot.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: both arguments are NUL-terminated paths that outlive the call.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> io::Result<bool> {
+    Ok(false)
+}
+
+/// The kernel package that `dir` is, or lies inside, if any: a package
+/// written there would be a file its manifest does not list. Looks at
+/// `dir` and its ancestors as written, then at those of the deepest one
+/// that exists with links resolved (`-o .` inside a package, or a link to
+/// one).
+pub fn enclosing_package(dir: &Path) -> Option<PathBuf> {
+    let is_package = |d: &Path| is_pk_manifest(&d.join(MANIFEST));
+    if let Some(found) = dir
+        .ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .find(|d| is_package(d))
+    {
+        return Some(found.to_path_buf());
+    }
+    let existing = dir.ancestors().find_map(|d| {
+        let d = if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        };
+        fs::canonicalize(d).ok()
+    })?;
+    existing
+        .ancestors()
+        .find(|d| is_package(d))
+        .map(Path::to_path_buf)
 }
 
 /// Whether `dest` holds something to replace: `false` when absent, `true`
@@ -286,11 +379,22 @@ impl Drop for TempDir {
     }
 }
 
+/// How much of the destination's name a temporary name keeps: with the
+/// rest (`.`, `.pk-KIND-`, a process id and a counter, at most 40 bytes)
+/// it stays within the 255 bytes file systems allow a name, whatever the
+/// length of the destination's own.
+const NAME_IN_TEMP: usize = 200;
+
 /// A hidden path next to the destination that does not exist yet:
-/// `.NAME.pk-KIND-PID-N`.
+/// `.NAME.pk-KIND-PID-N`, NAME cut to [`NAME_IN_TEMP`] bytes.
 fn unique_sibling(parent: &Path, name: &str, kind: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut cut = name.len().min(NAME_IN_TEMP);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let name = &name[..cut];
     loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = parent.join(format!(".{name}.pk-{kind}-{}-{n}", std::process::id()));

@@ -95,6 +95,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The sha256 of a file's contents, as hex, read a piece at a time;
+/// `None` for a device or a file that cannot be read.
+pub fn file_sha256_hex(path: &std::path::Path) -> Option<String> {
+    let (mut f, _) = pk_lang::files::open(path).ok()?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).ok()?;
+    Some(hex(&h.finalize()))
+}
+
 /// The sha256 of a source text, as hex.
 pub fn source_hash(text: &str) -> String {
     sha256_hex(text.as_bytes())

@@ -44,11 +44,18 @@ fn is_file_mask(spec: &str) -> bool {
 
 pub fn run(a: SplashArgs) -> u8 {
     let mask = if is_file_mask(&a.mask) {
-        let arr = match npy::read(Path::new(&a.mask)) {
-            Ok(arr) => arr,
+        // The header is checked before the data is read.
+        let r = match npy::open(Path::new(&a.mask)) {
+            Ok(r) => r,
             Err(e) => return report_cpu(&e),
         };
-        Mask::from_npy(&a.mask, &arr)
+        if let Err(e) = Mask::check_npy(&a.mask, r.header.ty, &r.header.shape) {
+            return report(&e);
+        }
+        match r.read() {
+            Ok(arr) => Mask::from_npy(&a.mask, &arr),
+            Err(e) => return report_cpu(&e),
+        }
     } else {
         Mask::parse(&a.mask)
     };
@@ -88,7 +95,7 @@ pub fn run(a: SplashArgs) -> u8 {
             Err(e) => return report_cpu(&e),
         }
     }
-    let bytes: Vec<Vec<u8>> = arrays.iter().map(|(_, a)| npy::to_bytes(a)).collect();
+    let bytes: Vec<npy::Image> = arrays.iter().map(|(_, a)| npy::image(a)).collect();
     if let Err(e) = commit(outputs, &bytes) {
         return report_cpu(&e);
     }

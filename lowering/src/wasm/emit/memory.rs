@@ -9,7 +9,8 @@ use crate::wasm::math::Helper;
 use crate::wasm::plan::GroupKind;
 use crate::wasm::Error;
 use pk_lang::ir::{
-    BinaryOp, DType, Kernel, OpId, OpKind, RefId, RefView, Slice, Space, Start, Value, ValueDef,
+    BinaryOp, DType, Kernel, Literal, OpId, OpKind, RefId, RefOrigin, RefView, Role, Slice, Space,
+    Start, Value, ValueDef,
 };
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
@@ -521,6 +522,14 @@ impl Em<'_, '_> {
         if self.k.is_packed_view(v.target) {
             return self.packed(v, x, false);
         }
+        if let Some(bits) = self.host_fill(v, x) {
+            self.fb.u32c(v.target.index() as u32).u32c(bits);
+            self.fb.op(I::Call(self.imp.fill));
+            if let Some(op) = self.cur {
+                self.host_filled[op.index()] = true;
+            }
+            return Ok(());
+        }
         let w = self.window(v, "store")?;
         if self.f.ty(x).is_scalar() {
             let off = self.base(w.base, None);
@@ -539,6 +548,48 @@ impl Em<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// For `o[..] = c` with `c` a float constant and `o` the whole block of
+    /// an f32 output that is no view and has none: the bits of `c`, for
+    /// the host's `fill`, which writes the block wherever the host keeps
+    /// it (see `RefSlot::mxu_out`). Not under `check_uninit`, whose
+    /// written-maps the store keeps.
+    fn host_fill(&self, v: &RefView, x: Value) -> Option<u32> {
+        if self.check_uninit || self.whole_vmem(v).is_none() || !self.out_block(v.target) {
+            return None;
+        }
+        let ValueDef::Result(op, _) = self.f.values[x].def else {
+            return None;
+        };
+        let c = match &self.f.ops[op].kind {
+            OpKind::Splat(c) => *c,
+            OpKind::Const(_) => x,
+            _ => return None,
+        };
+        let ValueDef::Result(op, _) = self.f.values[c].def else {
+            return None;
+        };
+        match self.f.ops[op].kind {
+            OpKind::Const(Literal::Float(f)) => Some((f as f32).to_bits()),
+            _ => None,
+        }
+    }
+
+    /// Whether ref `r` is the block of a blocked f32 output that aliases
+    /// no input, is no view and has none: the refs whose blocks the host
+    /// may keep in the output array.
+    pub(crate) fn out_block(&self, r: RefId) -> bool {
+        let k = self.k;
+        let viewed = k.refs.iter().any(|(id, d)| {
+            id == r && matches!(d.origin, RefOrigin::View(_)) || id != r && k.root(id) == r
+        });
+        !viewed
+            && k.refs[r].ty.dtype == DType::F32
+            && k.refs[r].ty.space == Space::Vmem
+            && k.operands.iter().any(|o| {
+                o.ref_id == r && o.role == Role::Output && o.block.is_some() && o.aliases.is_none()
+            })
     }
 
     /// A DMA descriptor window: constant starts, or argument slots the
@@ -665,13 +716,25 @@ impl Em<'_, '_> {
             rhs_bf16: self.bf16_view(rhs),
             lhs_ref: self.stable_view(lhs),
             rhs_ref: self.stable_view(rhs),
+            out_ref: None,
         };
         debug_assert_eq!(elems(self.f, r), os[0] * os[1]);
         let (into, accumulate) = match self.accumulate_into(lhs, rhs, r) {
             Some((ops, base)) => (Some((ops.to_vec(), base)), true),
             None => (self.store_into(lhs, rhs, r), false),
         };
-        let desc = DotSite { accumulate, ..desc };
+        // The ref the GEMM writes in place: the target of the fused store.
+        let out_ref = into
+            .as_ref()
+            .and_then(|(ops, _)| match &self.f.ops[*ops.last()?].kind {
+                OpKind::Store(w, _, _) => Some(w.target.index() as u32),
+                _ => None,
+            });
+        let desc = DotSite {
+            accumulate,
+            out_ref,
+            ..desc
+        };
         self.sites.dots.push(desc);
         self.fb.u32c(site);
         for v in [lhs, rhs] {

@@ -34,6 +34,7 @@ pub(crate) struct Imports {
     pub dma_start: u32,
     pub dma_wait: u32,
     pub eup: u32,
+    pub fill: u32,
 }
 
 /// The side tables shared by every function of a module.
@@ -114,6 +115,8 @@ pub(crate) struct Em<'a, 's> {
     /// Per-row broadcasts splatted once per row of a fused loop nest, with
     /// the locals holding them (see `fuse`).
     pub row_splats: Vec<(Value, u32)>,
+    /// Stores done by the `fill` import instead of the module's code.
+    pub host_filled: Vec<bool>,
 }
 
 impl<'a, 's> Em<'a, 's> {
@@ -151,6 +154,7 @@ impl<'a, 's> Em<'a, 's> {
             cur: None,
             done: vec![false; f.ops.len()],
             row_splats: Vec::new(),
+            host_filled: vec![false; f.ops.len()],
         };
         for (i, &p) in f.entry_block().params.iter().enumerate() {
             em.locals[p.index()] = Some(i as u32);
