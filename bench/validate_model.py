@@ -4,8 +4,10 @@ measurements (bench/published/*.json, every number with its source).
 
 For each published case (a kernel, a shape, a TPU generation, and the
 measured time of several block-size configurations) the script asks
-`pkc tune --eval model --no-aot --json` for the model's prediction of every
-configuration of the space, takes the model's best among the configurations
+`pkc tune --eval model --no-aot --json` (the roofline model; with
+`--eval schedule`, `pkc tune --eval schedule --json`, which compiles every
+configuration with libtpu and reads its schedule) for the model's
+prediction of every configuration of the space, takes the model's best among the configurations
 that were measured, and counts a hit when that configuration is the measured
 best or within 10% of its time. It prints, per source, how many cases hit,
 and per case the predicted and measured times.
@@ -13,7 +15,7 @@ and per case the predicted and measured times.
 This is a check of the model, not a test: nothing in pk reads the published
 tables (docs/tuning.md, "Validation of the model").
 
-    python3 bench/validate_model.py [--pkc PATH] [--data FILE.json ...]
+    python3 bench/validate_model.py [--pkc PATH] [--eval model|schedule] [--data FILE.json ...]
 
 `--pkc` defaults to $PKC, else target/release/pkc or target/debug/pkc.
 Standard library only.
@@ -47,6 +49,7 @@ def find_pkc(given):
 
 
 _MEMO = {}
+EVAL = "model"
 
 
 def predictions(pkc, cache, kernel, shape, target):
@@ -59,8 +62,10 @@ def predictions(pkc, cache, kernel, shape, target):
 
 
 def _predictions(pkc, cache, kernel, shape, target):
-    args = [pkc, "tune", os.path.join(ROOT, kernel), "--no-aot", "--json",
-            "--eval", "model", "-t", target, "--tuned-cache", cache]
+    args = [pkc, "tune", os.path.join(ROOT, kernel), "--json",
+            "--eval", EVAL, "-t", target, "--tuned-cache", cache]
+    if EVAL == "model":
+        args.append("--no-aot")
     for name, value in sorted(shape.items()):
         args += ["-p", f"{name}={value}"]
     env = dict(os.environ, TPU_SKIP_MDS_QUERY="1")
@@ -132,10 +137,14 @@ def validate(pkc, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pkc")
+    ap.add_argument("--eval", choices=["model", "schedule"], default="model")
     ap.add_argument("--data", nargs="*",
                     default=sorted(glob.glob(os.path.join(ROOT, "bench/published/*.json"))))
     a = ap.parse_args()
     pkc = find_pkc(a.pkc)
+    global EVAL
+    EVAL = a.eval
+    print(f"evaluator: {EVAL}\n")
     if not a.data:
         sys.exit("error: no published data under bench/published/")
     for path in a.data:

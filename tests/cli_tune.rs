@@ -225,7 +225,8 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     assert!(Path::new(cached).starts_with(&cache), "{cached}");
     let entry: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(cached).expect("readable")).expect("JSON");
-    assert_eq!(entry["key"]["evaluator"], "model");
+    // With libtpu, the schedule is the default evaluator.
+    assert_eq!(entry["key"]["evaluator"], "schedule");
     assert_eq!(&entry["report"], r, "the entry holds the report printed");
     let want = format!("bm={} bn={}", best["bm"], best["bn"]);
 
@@ -237,7 +238,7 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains(&format!("(model): {want}")),
+        stderr(&o).contains(&format!("(schedule): {want}")),
         "{}",
         stderr(&o)
     );

@@ -51,6 +51,8 @@ fn package() -> NewPackage {
             compile_ms: 50.0,
             memory: None,
             cost_analysis: [("flops".to_string(), 1048576.0)].into_iter().collect(),
+            schedule: None,
+            schedule_warning: None,
         },
     });
     pkg

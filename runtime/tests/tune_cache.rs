@@ -60,6 +60,8 @@ fn entry(k: &Key) -> Entry {
             default: None,
             cache: None,
             points: Vec::new(),
+            device: "one TensorCore per chip and device".into(),
+            schedule_fallbacks: Vec::new(),
         },
     }
 }

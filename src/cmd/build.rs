@@ -86,7 +86,8 @@ pub fn run(a: Args) -> u8 {
         return code;
     }
     let plugin = if a.aot {
-        match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
+        // The package's AOT report keeps libtpu's schedule of the kernel.
+        match Plugin::load_capturing(a.libtpu.as_deref(), ui().verbose) {
             Ok(p) => Some(p),
             Err(e) => {
                 print_diagnostic(&e);
@@ -223,16 +224,33 @@ fn compile_targets(
         bar.inc(1);
         bar.suspend(|| match compiled {
             Ok(art) => {
+                let bundles = art
+                    .report
+                    .schedule
+                    .as_ref()
+                    .and_then(|s| s.kernel())
+                    .map_or(String::new(), |s| {
+                        format!(", {} bundles scheduled", s.bundles)
+                    });
                 summary(
                     a,
                     &format!(
-                        "{:<24} {:<6} {:>9} bytes of TPU code, compiled in {:.0} ms",
+                        "{:<24} {:<6} {:>9} bytes of TPU code, compiled in {:.0} ms{bundles}",
                         k.dir_name,
                         target.name(),
                         art.report.generated_code_bytes,
                         art.report.compile_ms
                     ),
                 );
+                if let Some(why) = &art.report.schedule_warning {
+                    print_diagnostic(&PjrtError::ScheduleUnreadable {
+                        kernel: k.kernel.name.clone(),
+                        target: target.to_string(),
+                        fallback: "the package's AOT report has no schedule".into(),
+                        reason: why.clone(),
+                        version: pk_runtime::pjrt::LIBTPU_VERSION.to_string(),
+                    });
+                }
                 row.code_bytes
                     .insert(target, art.report.generated_code_bytes);
                 k.package.aot.push(art);

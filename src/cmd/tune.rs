@@ -63,8 +63,12 @@ pub struct Args {
     /// TPU generations, comma-separated (v4, v5e, v5p, v6e, tpu7x), or `all`.
     #[arg(long, short = 't', value_name = "T,...|all", default_value = "v5e", value_parser = parse_targets)]
     pub target: Targets,
-    /// How configurations are ranked.
-    #[arg(long = "eval", value_enum, default_value = "model")]
+    /// How configurations are ranked [default: schedule where libtpu is
+    /// found and compiles the configurations, else model].
+    #[arg(long = "eval", value_enum)]
+    pub eval_flag: Option<Eval>,
+    /// The evaluator used: `--eval`, else the default (set by `run`).
+    #[arg(skip = Eval::Model)]
     pub eval: Eval,
     /// At most this many configurations per target are built and ranked;
     /// a larger space is sampled with --seed.
@@ -123,7 +127,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Eval {
-    /// Predict with the performance model (docs/tuning.md).
+    /// Predict from libtpu's own schedule of each configuration: its
+    /// cycles per grid step against its copies (docs/tuning.md).
+    Schedule,
+    /// Predict with the roofline performance model (docs/tuning.md).
     Model,
     /// Time the CPU reference (median of repeats).
     Cpu,
@@ -132,8 +139,14 @@ pub enum Eval {
 }
 
 impl Eval {
+    /// Whether the evaluator predicts rather than measures.
+    pub fn predicts(self) -> bool {
+        matches!(self, Eval::Schedule | Eval::Model)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
+            Eval::Schedule => "schedule",
             Eval::Model => "model",
             Eval::Cpu => "cpu",
             Eval::Tpu => "tpu",
@@ -193,7 +206,31 @@ enum Plan {
     Tune,
 }
 
-pub fn run(a: Args) -> u8 {
+/// The evaluator of a tuning that names none: the schedule where libtpu
+/// compiles the configurations here (found, and neither `--no-aot` nor
+/// `--ray`), else the roofline model.
+fn default_eval(a: &Args) -> Eval {
+    let local_libtpu = !a.no_aot
+        && a.ray.is_none()
+        && pk_runtime::pjrt::locate_libtpu(a.libtpu.as_deref()).is_ok();
+    if local_libtpu {
+        Eval::Schedule
+    } else {
+        Eval::Model
+    }
+}
+
+pub fn run(mut a: Args) -> u8 {
+    a.eval = a.eval_flag.unwrap_or_else(|| default_eval(&a));
+    if a.eval == Eval::Schedule && (a.no_aot || a.ray.is_some()) {
+        let flag = if a.no_aot { "--no-aot" } else { "--ray" };
+        return super::usage::UsageError::NotApplicable {
+            flag: flag.into(),
+            context: "with --eval schedule".into(),
+            hint: "the schedule is libtpu's, read as it compiles each configuration on this machine; rank with --eval model without it".into(),
+        }
+        .report();
+    }
     if let Err(code) =
         reject_repeats("-p", &a.params).and_then(|()| reject_repeats("--in", &a.inputs))
     {
@@ -307,6 +344,7 @@ pub fn run(a: Args) -> u8 {
                 };
                 let aot = s.plugin.is_some() || ray.is_some();
                 let r = finish(&a, &space, st, aot, ray.clone(), s.device.as_ref());
+                warn_schedule_fallbacks(&a, &name, &r, s.plugin);
                 conclude(&a, &req, &s.dir, &r, &fixed)
             }
             (Plan::Tune, None) => continue,
@@ -339,6 +377,28 @@ pub fn run(a: Args) -> u8 {
         }
     }
     exit
+}
+
+/// PK2013 once per target when `--eval schedule` ranked configurations by
+/// the roofline model because their schedule could not be read.
+fn warn_schedule_fallbacks(a: &Args, name: &str, r: &TargetResult, plugin: Option<&Plugin>) {
+    let Some((config, why)) = r.schedule_fallbacks.first() else {
+        return;
+    };
+    let reason = match plugin.and_then(|p| p.capture_off_reason()) {
+        Some(off) => off,
+        None => format!("{config}: {why}"),
+    };
+    let n = r.schedule_fallbacks.len();
+    let total = r.ranked.len() + r.timed_out.len() + r.failed.len();
+    print_diagnostic(&pk_runtime::pjrt::PjrtError::ScheduleUnreadable {
+        kernel: name.to_string(),
+        target: r.target.to_string(),
+        fallback: format!("the roofline model ranks {n} of its {total} configurations"),
+        reason,
+        version: pk_runtime::pjrt::LIBTPU_VERSION.to_string(),
+    });
+    let _ = a;
 }
 
 /// What a tuning is asked for, beyond the target: what its cache entries
@@ -419,7 +479,12 @@ impl Sweep {
         let plugin = if a.no_aot || a.ray.is_some() {
             None
         } else {
-            match Plugin::load_logged(a.libtpu.as_deref(), ui().verbose) {
+            let loaded = if a.eval == Eval::Schedule {
+                Plugin::load_capturing(a.libtpu.as_deref(), ui().verbose)
+            } else {
+                Plugin::load_logged(a.libtpu.as_deref(), ui().verbose)
+            };
+            match loaded {
                 Ok(p) => Some(p),
                 Err(e) => {
                     print_diagnostic(&e);

@@ -151,7 +151,7 @@ pub fn tuned_params(
     let space = space_of(&kparams, params);
     let mut damaged = false;
     let found = cache::dir(cache_dir).and_then(|dir| {
-        [Eval::Tpu, Eval::Cpu, Eval::Model]
+        [Eval::Tpu, Eval::Cpu, Eval::Schedule, Eval::Model]
             .into_iter()
             .find_map(|e| {
                 let key = key(&text, &name, &kparams, &space, target, e);
@@ -159,7 +159,7 @@ pub fn tuned_params(
                     &dir,
                     &key,
                     &space,
-                    "it is not used: the next entry (tpu, cpu, model) or the defaults are; `pkc tune` with the same -p values replaces it",
+                    "it is not used: the next entry (tpu, cpu, schedule, model) or the defaults are; `pkc tune` with the same -p values replaces it",
                 )
                 .unwrap_or_else(|()| {
                     damaged = true;

@@ -155,7 +155,7 @@ fn panel(
         r##"<rect class="plot-area" x="{}" y="{}" width="{}" height="{}" fill="#fafafa" stroke="#444444"/>"##,
         frame.x, frame.y, frame.w, frame.h
     )?;
-    let what = if r.evaluator == "model" {
+    let what = if r.evaluator == "model" || r.evaluator == "schedule" {
         "predicted"
     } else {
         "measured"
@@ -235,7 +235,7 @@ fn title(r: &Report) -> String {
         .iter()
         .filter(|p| matches!(p.status, Status::Ranked { .. }))
         .count();
-    let what = if r.evaluator == "model" {
+    let what = if r.evaluator == "model" || r.evaluator == "schedule" {
         "predicted"
     } else {
         "measured"

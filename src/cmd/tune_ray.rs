@@ -256,7 +256,7 @@ pub fn worker(a: WorkerArgs) -> u8 {
         let (Ok(target), Some(module)) = (target, job["module"].as_str()) else {
             return fail(format!("job {id} has no valid target or module"));
         };
-        match super::tune_sweep::compile_module(plugin, target, module) {
+        match super::tune_sweep::compile_module(plugin, target, module).0 {
             Ok((code_bytes, memory)) => {
                 json_line(&json!({"id": id, "code_bytes": code_bytes, "memory": memory}))
             }

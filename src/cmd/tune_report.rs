@@ -42,8 +42,9 @@ pub fn summarise(
         params: params(&c.config),
         seconds: c.seconds,
         predicted_seconds: c.prediction.seconds,
-        roofline_fraction: c.prediction.roofline_fraction,
-        memory_bound: c.prediction.memory_bound,
+        schedule: c.schedule.as_ref().map(report::ScheduleSeen::of),
+        roofline_fraction: c.ranked_by().roofline_fraction,
+        memory_bound: c.ranked_by().memory_bound,
         grid_steps: c.work.steps,
         generated_code_bytes: c.code_bytes,
         memory: c.memory,
@@ -105,13 +106,18 @@ pub fn summarise(
                 status: s.clone(),
             })
             .collect(),
+        device: pk_runtime::tune::model::Generation::of(r.target)
+            .device
+            .describe()
+            .to_string(),
+        schedule_fallbacks: unranked(&r.schedule_fallbacks),
     }
 }
 
 /// The human-readable report of one target.
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
-    let what = if r.evaluator == Eval::Model.name() {
+    let what = if r.evaluator == Eval::Model.name() || r.evaluator == Eval::Schedule.name() {
         "predicted"
     } else {
         "measured"
@@ -150,9 +156,29 @@ pub fn table(r: &Report) -> String {
             }
         }
     }
+    if !r.device.is_empty() {
+        out.push_str(&format!("  device: {}\n", r.device));
+    }
+    if !r.schedule_fallbacks.is_empty() {
+        out.push_str(&format!(
+            "  ranked by the roofline model, libtpu's schedule unreadable (PK2013): {}\n",
+            r.schedule_fallbacks.len()
+        ));
+    }
+    let schedule = r.evaluator == Eval::Schedule.name();
     out.push_str(&format!(
-        "  {:<4} {:<28} {:>12} {:>9} {:>10} {:>8}\n",
-        "rank", "configuration", what, "roofline", "code B", "steps"
+        "  {:<4} {:<28} {:>12} {:>9} {:>10} {:>8}{}\n",
+        "rank",
+        "configuration",
+        what,
+        "roofline",
+        "code B",
+        "steps",
+        if schedule {
+            "  model (roofline)  bundles/step  busiest unit"
+        } else {
+            ""
+        }
     ));
     for (i, c) in r.best.iter().enumerate() {
         out.push_str(&row(&format!("{}", i + 1), r, c));
@@ -183,8 +209,19 @@ pub fn table(r: &Report) -> String {
 }
 
 fn row(rank: &str, r: &Report, c: &Row) -> String {
+    let schedule = match (&c.schedule, r.evaluator == Eval::Schedule.name()) {
+        (Some(s), true) => format!(
+            "  {:>16}  {:>12}  {} {:.0}%",
+            time(c.predicted_seconds),
+            s.step_bundles,
+            s.critical_unit,
+            100.0 * s.critical_share
+        ),
+        (None, true) => format!("  {:>16}  {:>12}  -", time(c.predicted_seconds), "-"),
+        _ => String::new(),
+    };
     format!(
-        "  {:<4} {:<28} {:>12} {:>8.1}% {:>10} {:>8}\n",
+        "  {:<4} {:<28} {:>12} {:>8.1}% {:>10} {:>8}{schedule}\n",
         rank,
         r.describe(&c.params),
         time(c.seconds),
@@ -240,7 +277,20 @@ fn why_lost(d: &Candidate, b: &Candidate, eval: Eval) -> String {
     if why.is_empty() {
         why.push("its steps use the units less fully (smaller or padded MXU tiles)".into());
     }
-    if eval != Eval::Model {
+    if eval == Eval::Schedule {
+        if let (Some(ds), Some(bs)) = (&d.schedule, &b.schedule) {
+            why.insert(
+                0,
+                format!(
+                    "libtpu schedules {} bundles per grid step against {} (busiest unit {} at {:.0}%)",
+                    ds.step_bundles,
+                    bs.step_bundles,
+                    ds.critical_unit,
+                    100.0 * ds.critical_share
+                ),
+            );
+        }
+    } else if eval != Eval::Model {
         why.push("(the model's account; the ranking is measured)".into());
     }
     why.join("; ")

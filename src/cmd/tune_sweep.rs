@@ -15,9 +15,12 @@ use super::tune_ray::{self, RayError, RayUse};
 use super::ui::progress;
 use pk_runtime::cpu::Error as CpuError;
 use pk_runtime::package::build::{self, BuildOptions, BuiltKernel};
-use pk_runtime::pjrt::{MemoryStats, PjrtError, Plugin, TpuTarget};
+use pk_runtime::pjrt::{Captured, MemoryStats, PjrtError, Plugin, TpuTarget};
+use pk_runtime::schedule::cache as kept_schedule;
+use pk_runtime::tune::cache;
 use pk_runtime::tune::model::{self, Generation, Prediction};
 use pk_runtime::tune::report::Status;
+use pk_runtime::tune::schedule::{self as sched, ScheduleEstimate};
 use pk_runtime::tune::space::{Config, Space};
 use pk_runtime::tune::{count, search, work};
 use std::collections::BTreeMap;
@@ -55,9 +58,25 @@ pub struct Candidate {
     pub code_bytes: Option<u64>,
     pub memory: Option<MemoryStats>,
     pub work: work::Work,
+    /// The roofline model's prediction.
     pub prediction: Prediction,
+    /// The schedule model's, when libtpu's schedule was captured and read.
+    pub schedule: Option<ScheduleEstimate>,
+    /// Why the schedule was captured and could not be read.
+    pub schedule_unreadable: Option<String>,
     /// The evaluator's time, seconds.
     pub seconds: f64,
+}
+
+impl Candidate {
+    /// The prediction the candidate is ranked by under a predicting
+    /// evaluator: the schedule model's where it has one, else the
+    /// roofline's.
+    pub fn ranked_by(&self) -> &Prediction {
+        self.schedule
+            .as_ref()
+            .map_or(&self.prediction, |s| &s.prediction)
+    }
 }
 
 /// The result of one target's sweep.
@@ -82,6 +101,9 @@ pub struct TargetResult {
     pub input_error: Option<Box<CpuError>>,
     /// Where the compiles ran, under `--ray`.
     pub ray: Option<RayUse>,
+    /// `--eval schedule`: configurations ranked by the roofline model since
+    /// their schedule could not be read, with why.
+    pub schedule_fallbacks: Vec<(String, String)>,
 }
 
 /// One target's configurations after the checker (and, without `--ray`,
@@ -117,6 +139,12 @@ pub(super) fn stage(
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     let g = Generation::of(target);
+    // `--eval schedule`: schedules already captured are kept beside the
+    // tuning cache, so a configuration that recurs is not compiled again.
+    let kept = (a.eval == Eval::Schedule)
+        .then(|| cache::dir(a.tuned_cache.as_deref()))
+        .flatten()
+        .map(|d| d.join("schedules"));
     // Each worker takes the next configuration: check and lower it for the
     // target, then compile it with libtpu.
     std::thread::scope(|s| {
@@ -126,9 +154,12 @@ pub(super) fn stage(
                 let Some(c) = configs.get(i) else { break };
                 let mut o = lower(a, space, c, target, g, given);
                 if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
-                    let compiled =
-                        module_of(cand, target).and_then(|m| compile_module(p, target, m));
+                    let (compiled, captured) = match module_of(cand, target) {
+                        Ok(m) => compile_cached(p, target, m, kept.as_deref()),
+                        Err(e) => (Err(e), Captured::Off),
+                    };
                     o = with_compile(o, compiled);
+                    o = with_schedule(o, captured, g);
                 }
                 outcomes
                     .lock()
@@ -209,6 +240,24 @@ fn with_compile(o: Outcome, compiled: tune_ray::Compiled) -> Outcome {
     }
 }
 
+/// A built candidate with libtpu's schedule of it, and the schedule
+/// model's prediction from it.
+fn with_schedule(o: Outcome, captured: Captured, g: &Generation) -> Outcome {
+    let Outcome::Built(mut c) = o else { return o };
+    match captured {
+        Captured::Off => {}
+        Captured::Read(s) => match s.kernel() {
+            Some(k) => c.schedule = Some(sched::predict(g, k, &c.work)),
+            None => {
+                c.schedule_unreadable =
+                    Some("the dump holds no program of the kernel itself".into())
+            }
+        },
+        Captured::Unreadable(why) => c.schedule_unreadable = Some(why),
+    }
+    Outcome::Built(c)
+}
+
 /// Ranks one staged target's candidates.
 pub(super) fn finish(
     a: &Args,
@@ -253,6 +302,21 @@ pub(super) fn finish(
         };
         states.push(status);
     }
+    let schedule_fallbacks = if a.eval == Eval::Schedule {
+        built
+            .iter()
+            .filter(|c| c.schedule.is_none())
+            .map(|c| {
+                let why = c
+                    .schedule_unreadable
+                    .clone()
+                    .unwrap_or_else(|| "libtpu was not asked for its schedule".to_string());
+                (space.describe(&c.config), why)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let (ranked, not_timed) = rank(a, built, target, device);
     let (mut timed_out, mut failed) = (Vec::new(), Vec::new());
     for (config, why) in not_timed {
@@ -301,6 +365,7 @@ pub(super) fn finish(
         default: space.default_config(),
         aot,
         ray,
+        schedule_fallbacks,
     }
 }
 
@@ -321,7 +386,7 @@ fn lower(
         params,
         kernel: a.kernel.clone(),
         // `--eval tpu` makes its inputs from the CPU reference's operands.
-        cpu_reference: a.eval != Eval::Model,
+        cpu_reference: !a.eval.predicts(),
         ..Default::default()
     };
     let b = match build::build_file(&a.file, &opts) {
@@ -370,6 +435,8 @@ fn lower(
         no_cpu_reference,
         code_bytes: None,
         memory: None,
+        schedule: None,
+        schedule_unreadable: None,
         work: w,
         seconds: prediction.seconds,
         prediction,
@@ -384,12 +451,46 @@ pub(super) fn compile_module(
     plugin: &'static Plugin,
     target: TpuTarget,
     stablehlo: &str,
-) -> tune_ray::Compiled {
-    plugin
-        .topology(target)
-        .and_then(|t| t.compile(stablehlo))
-        .map(|ck| (ck.generated_code_bytes, ck.memory_stats))
-        .map_err(|e| refusal(&e))
+) -> (tune_ray::Compiled, Captured) {
+    match plugin.topology(target).and_then(|t| t.compile(stablehlo)) {
+        Ok(ck) => (Ok((ck.generated_code_bytes, ck.memory_stats)), ck.schedule),
+        Err(e) => (Err(refusal(&e)), Captured::Off),
+    }
+}
+
+/// [`compile_module`], answered from the schedules kept in `kept` when the
+/// same module was compiled for `target` before; a new schedule is kept.
+fn compile_cached(
+    plugin: &'static Plugin,
+    target: TpuTarget,
+    stablehlo: &str,
+    kept: Option<&Path>,
+) -> (tune_ray::Compiled, Captured) {
+    let key = kept.map(|_| kept_schedule::key(stablehlo, target));
+    if let (Some(dir), Some(key)) = (kept, &key) {
+        if let Some(c) = kept_schedule::load(dir, key) {
+            return (
+                Ok((c.generated_code_bytes, c.memory)),
+                Captured::Read(c.schedule),
+            );
+        }
+    }
+    let (compiled, captured) = compile_module(plugin, target, stablehlo);
+    if let (Some(dir), Some(key), Ok((code, memory)), Captured::Read(s)) =
+        (kept, key, &compiled, &captured)
+    {
+        // A schedule that cannot be kept is compiled again next time.
+        let _ = kept_schedule::store(
+            dir,
+            &kept_schedule::Compiled {
+                key,
+                generated_code_bytes: *code,
+                memory: *memory,
+                schedule: s.clone(),
+            },
+        );
+    }
+    (compiled, captured)
 }
 
 /// libtpu's reason for refusing a configuration, on one line: its status
@@ -422,7 +523,7 @@ fn rank(
     target: TpuTarget,
     device: Option<&super::tune_tpu::Device>,
 ) -> (Vec<Candidate>, Vec<(Config, NotTimed)>) {
-    let det = a.eval == Eval::Model;
+    let det = a.eval.predicts();
     let mut cpu: Vec<Result<super::tune_cpu::CpuRun, NotTimed>> = Vec::new();
     let tpu = device.map(|d| d.prepare(&built, &a.inputs));
     if a.eval == Eval::Cpu {
@@ -438,7 +539,9 @@ fn rank(
         bar.finish_and_clear();
     }
     let order = search::successive_halving(built.len(), det, 8, |i, repeats| {
-        if det {
+        if det && a.eval == Eval::Schedule {
+            Ok(built[i].ranked_by().seconds)
+        } else if det {
             Ok(built[i].prediction.seconds)
         } else if let Some(t) = &tpu {
             t.median(i, repeats)

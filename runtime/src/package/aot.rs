@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pjrt::{CompiledKernel, MemoryStats, TpuTarget, LIBTPU_VERSION};
+use crate::pjrt::{Captured, CompiledKernel, MemoryStats, TpuTarget, LIBTPU_VERSION};
+use crate::schedule::Schedule;
 
 /// The compile report of one target, stored as `aot/<target>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +28,15 @@ pub struct AotReport {
     /// The compiler's cost analysis: numeric properties by name (for
     /// example `bytes accessed0{}` for operand 0, or `flops`).
     pub cost_analysis: BTreeMap<String, f64>,
+    /// libtpu's schedule of the kernel (bundles per loop, unit slots,
+    /// pipelined windows), when the compile kept it; see
+    /// [`crate::schedule`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    /// Why the schedule is missing when capture was asked for and its
+    /// files could not be read (the PK2013 warning's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_warning: Option<String>,
 }
 
 /// One target's executable with its report, ready to be written.
@@ -40,6 +50,11 @@ pub struct AotArtifact {
 impl AotArtifact {
     /// Takes what libtpu produced for one target.
     pub fn from_compiled(c: CompiledKernel) -> AotArtifact {
+        let (schedule, schedule_warning) = match c.schedule {
+            Captured::Off => (None, None),
+            Captured::Read(s) => (Some(s), None),
+            Captured::Unreadable(why) => (None, Some(why)),
+        };
         let report = AotReport {
             target: c.target.name().to_string(),
             topology: c.target.topology_name().to_string(),
@@ -55,6 +70,8 @@ impl AotArtifact {
                 .into_iter()
                 .filter(|(_, v)| v.is_finite())
                 .collect(),
+            schedule,
+            schedule_warning,
         };
         AotArtifact {
             target: c.target,

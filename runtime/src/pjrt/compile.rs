@@ -35,6 +35,9 @@ pub struct CompiledKernel {
     pub cost_analysis: Vec<(String, f64)>,
     /// Wall time of `PJRT_Compile` alone.
     pub compile_time: Duration,
+    /// libtpu's schedule of the compile, when the plugin keeps it
+    /// ([`Plugin::load_capturing`]).
+    pub schedule: super::Captured,
 }
 
 /// Memory the compiled program needs, per device, as XLA accounts it.
@@ -171,8 +174,10 @@ impl Topology {
     /// collects what pk records about the result.
     pub fn compile(&self, stablehlo: &str) -> Result<CompiledKernel, PjrtError> {
         let started = Instant::now();
-        let executable = self.compile_executable(stablehlo)?;
-        self.record(&executable, started)
+        let (executable, schedule) = self.plugin.capture(|| self.compile_executable(stablehlo));
+        let mut k = self.record(&executable?, started)?;
+        k.schedule = schedule;
+        Ok(k)
     }
 
     /// Compiles a whole program, such as a model exported by `jax.export`:
@@ -193,8 +198,10 @@ impl Topology {
         let started = Instant::now();
         let shardy = partitions > 1 && code.windows(4).any(|w| w == b"sdy.");
         let options = program_options(replicas, partitions, shardy);
-        let executable = self.compile_with(code, &options)?;
-        self.record(&executable, started)
+        let (executable, schedule) = self.plugin.capture(|| self.compile_with(code, &options));
+        let mut k = self.record(&executable?, started)?;
+        k.schedule = schedule;
+        Ok(k)
     }
 
     /// Runs `PJRT_Compile` and returns the executable itself, for callers
@@ -213,6 +220,7 @@ impl Topology {
             memory_stats: executable.memory_stats().ok(),
             cost_analysis: executable.cost_analysis().unwrap_or_default(),
             compile_time: started.elapsed(),
+            schedule: super::Captured::Off,
         })
     }
 

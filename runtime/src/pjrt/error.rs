@@ -155,6 +155,23 @@ pub enum PjrtError {
         /// libtpu's complete message.
         message: String,
     },
+
+    #[error(
+        "libtpu's schedule of `{kernel}` for {target} could not be read, so {fallback}: {reason}"
+    )]
+    #[diagnostic(
+        code(PK2013),
+        severity(Warning),
+        help("the prediction is the roofline model's (as --eval model) and the compiled kernel is unaffected; pk reads the dumps of libtpu {version}, and leaves a dump that LIBTPU_INIT_ARGS asks for to its owner")
+    )]
+    ScheduleUnreadable {
+        kernel: String,
+        target: String,
+        /// What is used instead, e.g. "the roofline model ranks it".
+        fallback: String,
+        reason: String,
+        version: String,
+    },
 }
 
 /// The long form of every `PK20xx` code, for `pkc explain`.
@@ -278,6 +295,23 @@ pub const EXPLANATIONS: &[Explanation] = &[
         example: "$ pkc run k.pk --device tpu --in x=x.npy --out y=y.npy\n\
                   error[PK2012]: the TPU failed to copy input `x` to the device (RESOURCE_EXHAUSTED): ...\n\
                   $ pkc run k.pk --device cpu --in x=x.npy --out y=y.npy   # the CPU reference",
+    },
+    Explanation {
+        code: "PK2013",
+        title: "schedule-unreadable",
+        what: "A warning: pk asked libtpu for its final schedule of a kernel (the VLIW bundles, \
+               loops and unit slots it writes during an ahead-of-time compile) and could not \
+               read what libtpu wrote: a file was missing, a line was not in the format pk \
+               knows, or LIBTPU_INIT_ARGS already asks libtpu for a dump of its own (pk \
+               leaves that one alone).",
+        why: "`pkc tune --eval schedule` and the AOT report's `schedule` read the compiler's own \
+              program; a libtpu whose dump format changed could make pk count wrong numbers, so \
+              pk refuses the whole dump instead and falls back to the roofline model. The \
+              compiled kernel is not affected.",
+        example: "$ PK_LIBTPU=/opt/new/libtpu.so pkc tune k.pk --eval schedule\n\
+                  warning[PK2013]: libtpu's schedule of `k` for v5e could not be read, so the \
+                  roofline model ranks it: k-final_bundles.txt:12: expected a known marker, not `LX`\n\
+                  $ pkc tune k.pk --eval model   # the roofline model, without the schedule",
     },
 ];
 
@@ -470,6 +504,13 @@ mod tests {
                 operation: s(),
                 status: s(),
                 message: s(),
+            },
+            PjrtError::ScheduleUnreadable {
+                kernel: s(),
+                target: s(),
+                fallback: s(),
+                reason: s(),
+                version: s(),
             },
         ]
     }

@@ -27,6 +27,7 @@
 
 mod abi;
 mod buffer;
+mod capture;
 mod client;
 mod compile;
 mod error;
@@ -37,6 +38,7 @@ mod plugin;
 mod target;
 
 pub use buffer::{buffer_type, type_name, DeviceBuffer};
+pub use capture::Captured;
 pub use client::Client;
 pub use compile::{CompiledKernel, Executable, MemoryStats, Topology};
 pub use error::{source_locations, LibtpuOrigin, PjrtError, EXPLANATIONS, SETUP_COMMAND};

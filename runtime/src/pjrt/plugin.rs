@@ -95,6 +95,9 @@ pub struct Plugin {
     api: *const PJRT_Api,
     version: ApiVersion,
     load_time: Duration,
+    /// Schedule capture: `None` when not asked for at load, else the dump
+    /// folder or why there is none (see `capture`).
+    pub(super) capture: Option<Result<super::capture::CaptureDir, String>>,
     /// Never unloaded, even when initialisation fails: libtpu's static
     /// destructors are not meant to run while its threads may still be alive.
     _library: ManuallyDrop<libloading::Library>,
@@ -149,6 +152,25 @@ impl Plugin {
         explicit: Option<&Path>,
         verbose: bool,
     ) -> Result<&'static Plugin, PjrtError> {
+        Plugin::load_with(explicit, verbose, false)
+    }
+
+    /// [`Plugin::load_logged`], with libtpu told to keep the schedule of
+    /// every compile (see `capture` and [`crate::schedule`]) when this call
+    /// is the one that loads it. A plugin already loaded without capture is
+    /// returned as it is: [`Plugin::capturing`] says which.
+    pub fn load_capturing(
+        explicit: Option<&Path>,
+        verbose: bool,
+    ) -> Result<&'static Plugin, PjrtError> {
+        Plugin::load_with(explicit, verbose, true)
+    }
+
+    fn load_with(
+        explicit: Option<&Path>,
+        verbose: bool,
+        capture: bool,
+    ) -> Result<&'static Plugin, PjrtError> {
         let path = locate_libtpu(explicit)?;
         // A truncated library would be mapped and then kill the process
         // with SIGBUS; the copy in pk's cache is the pinned release.
@@ -160,7 +182,7 @@ impl Plugin {
         let result = match &*slot {
             Some(done) => done.clone(),
             None => {
-                let (opened, log) = capture_stderr(|| Plugin::open(&path));
+                let (opened, log) = capture_stderr(|| Plugin::open(&path, capture));
                 if verbose {
                     print_log(&log);
                 }
@@ -184,7 +206,7 @@ impl Plugin {
         }
     }
 
-    fn open(path: &Path) -> Result<Plugin, PjrtError> {
+    fn open(path: &Path, capture: bool) -> Result<Plugin, PjrtError> {
         // This runs before libtpu is loaded and under the plugin lock, so no
         // libtpu thread reads the environment yet.
         set_default_env("TPU_SKIP_MDS_QUERY", "1");
@@ -200,6 +222,8 @@ impl Plugin {
             // that there is no TPU.
             set_default_env("ALLOW_MULTIPLE_LIBTPU_LOAD", "1");
         }
+        // libtpu reads its dump flags once, as it initialises.
+        let capture = capture.then(super::capture::CaptureDir::arm);
         let started = Instant::now();
         let load_err = |reason: String| PjrtError::LibtpuLoad {
             path: path.display().to_string(),
@@ -226,6 +250,7 @@ impl Plugin {
             api,
             version,
             load_time: Duration::ZERO,
+            capture,
             _library: library,
         };
         let initialize = api_fn!(plugin, PJRT_Plugin_Initialize)?;

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod count;
 pub mod model;
 pub mod report;
+pub mod schedule;
 pub mod search;
 pub mod space;
 pub mod work;

@@ -20,22 +20,59 @@ use super::work::{Dot, Work};
 use crate::pjrt::TpuTarget;
 use pk_lang::ir::DType;
 
-/// Public figures of one TPU generation, per chip.
+/// How JAX presents a chip's TensorCores, and so what one kernel call
+/// runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceModel {
+    /// One TensorCore per chip, one device (v5e, v6e).
+    SingleCore,
+    /// One device of two TensorCores that share the chip's HBM; a kernel's
+    /// `parallel` grid steps are split between them (v4, v5p).
+    Megacore,
+    /// One device per TensorCore (TPU7x): a kernel runs on one core, with
+    /// that core's half of the chip's HBM and bandwidth; JAX and vLLM run
+    /// one device per core.
+    CorePerDevice,
+}
+
+impl DeviceModel {
+    /// A sentence for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DeviceModel::SingleCore => "one TensorCore per chip and device",
+            DeviceModel::Megacore => {
+                "megacore: one device of 2 TensorCores; parallel grid steps are split between them"
+            }
+            DeviceModel::CorePerDevice => {
+                "one device per TensorCore (2 per chip); a kernel runs on one core with half the chip's HBM bandwidth"
+            }
+        }
+    }
+}
+
+/// Public figures of one TPU generation, per device (what one kernel call
+/// runs on: the chip, or one of its TensorCores; see [`DeviceModel`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Generation {
     pub target: TpuTarget,
-    /// TensorCores per chip that one kernel's `parallel` steps are split
-    /// across (megacore).
+    pub device: DeviceModel,
+    /// TensorCores per device that one kernel's `parallel` steps are split
+    /// across (2 on a megacore device).
     pub cores: u32,
+    /// MXUs per TensorCore: 4 on every generation (the `MATMUL` slots per
+    /// bundle of libtpu's v4, v5e and v5p programs; v6e and TPU7x issue 2
+    /// matmul slots a bundle, and 4 is what their published peaks give at
+    /// their clocks).
+    pub mxus: u32,
     /// MXU systolic array side (128 x 128 or 256 x 256).
     pub mxu_dim: u64,
-    /// Peak dense matmul throughput per chip, operations per second.
+    /// Peak dense matmul throughput per device, operations per second.
     pub bf16_flops: f64,
     pub int8_ops: f64,
     pub fp8_flops: f64,
-    /// HBM bandwidth per chip, bytes per second.
+    /// HBM bandwidth per device, bytes per second.
     pub hbm_bytes_per_s: f64,
-    /// HBM capacity per chip, bytes.
+    /// HBM capacity per device, bytes.
     pub hbm_bytes: u64,
 }
 
@@ -44,10 +81,14 @@ const T: f64 = 1e12;
 const GIB: u64 = 1 << 30;
 
 /// The five generations pk targets. Where a generation publishes no int8
-/// or fp8 rate, the bf16 rate stands (no faster path is assumed).
+/// or fp8 rate, the bf16 rate stands (no faster path is assumed). TPU7x's
+/// figures are the published per-chip ones halved: a device is one of its
+/// two TensorCores.
 pub const GENERATIONS: [Generation; 5] = [
     Generation {
         target: TpuTarget::V4,
+        device: DeviceModel::Megacore,
+        mxus: 4,
         cores: 2,
         mxu_dim: 128,
         bf16_flops: 275.0 * T,
@@ -58,6 +99,8 @@ pub const GENERATIONS: [Generation; 5] = [
     },
     Generation {
         target: TpuTarget::V5e,
+        device: DeviceModel::SingleCore,
+        mxus: 4,
         cores: 1,
         mxu_dim: 128,
         bf16_flops: 197.0 * T,
@@ -68,6 +111,8 @@ pub const GENERATIONS: [Generation; 5] = [
     },
     Generation {
         target: TpuTarget::V5p,
+        device: DeviceModel::Megacore,
+        mxus: 4,
         cores: 2,
         mxu_dim: 128,
         bf16_flops: 459.0 * T,
@@ -78,6 +123,8 @@ pub const GENERATIONS: [Generation; 5] = [
     },
     Generation {
         target: TpuTarget::V6e,
+        device: DeviceModel::SingleCore,
+        mxus: 4,
         cores: 1,
         mxu_dim: 256,
         bf16_flops: 918.0 * T,
@@ -88,13 +135,15 @@ pub const GENERATIONS: [Generation; 5] = [
     },
     Generation {
         target: TpuTarget::Tpu7x,
-        cores: 2,
+        device: DeviceModel::CorePerDevice,
+        mxus: 4,
+        cores: 1,
         mxu_dim: 256,
-        bf16_flops: 2307.0 * T,
-        int8_ops: 2307.0 * T,
-        fp8_flops: 4614.0 * T,
-        hbm_bytes_per_s: 7370.0 * G,
-        hbm_bytes: 192 * GIB,
+        bf16_flops: 2307.0 / 2.0 * T,
+        int8_ops: 2307.0 / 2.0 * T,
+        fp8_flops: 4614.0 / 2.0 * T,
+        hbm_bytes_per_s: 7370.0 / 2.0 * G,
+        hbm_bytes: 96 * GIB,
     },
 ];
 
@@ -118,7 +167,15 @@ impl Generation {
             .expect("every target has a generation")
     }
 
-    /// Peak matmul rate per chip for operands of `d`.
+    /// The TensorCore clock, derived from the published bf16 peak: each of
+    /// a core's `mxus` MXUs does `mxu_dim^2` multiply-adds per cycle
+    /// (1.05 GHz on v4, 1.50 on v5e, 1.75 on v5p and v6e, 2.20 on TPU7x).
+    pub fn clock_hz(&self) -> f64 {
+        let per_cycle = 2.0 * (self.mxu_dim * self.mxu_dim) as f64 * self.mxus as f64;
+        self.bf16_flops / self.cores as f64 / per_cycle
+    }
+
+    /// Peak matmul rate per device for operands of `d`.
     pub fn mxu_rate(&self, d: DType) -> f64 {
         match d {
             DType::I8 => self.int8_ops,
@@ -146,7 +203,7 @@ pub struct Prediction {
 /// One step's compute time on one core: the MXU, the VPU and the EUP
 /// work in parallel, so the largest of the three. Also the ideal time of
 /// its dots at the chip's peak (for the roofline).
-fn compute_seconds(
+pub(crate) fn compute_seconds(
     g: &Generation,
     dots: &[Dot],
     vector_ops: f64,

@@ -63,6 +63,15 @@ pub struct Report {
     pub cache: Option<String>,
     /// Every configuration tried, in the order tried.
     pub points: Vec<Point>,
+    /// How the target's devices are modelled: one TensorCore, a megacore,
+    /// or one device per TensorCore.
+    #[serde(default)]
+    pub device: String,
+    /// `--eval schedule`: configurations ranked by the roofline model
+    /// because libtpu's schedule of them could not be read (PK2013), with
+    /// why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule_fallbacks: Vec<Unranked>,
 }
 
 /// Rows of the table and of `best`.
@@ -91,8 +100,13 @@ pub struct Row {
     pub params: Params,
     /// The evaluator's time, seconds.
     pub seconds: f64,
-    /// The model's time, seconds (the same as `seconds` under the model).
+    /// The roofline model's time, seconds (the same as `seconds` under
+    /// `--eval model`).
     pub predicted_seconds: f64,
+    /// What libtpu's schedule of the configuration says (`--eval
+    /// schedule`, and whenever the schedule was captured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleSeen>,
     pub roofline_fraction: f64,
     pub memory_bound: bool,
     pub grid_steps: u64,
@@ -105,6 +119,36 @@ pub struct Row {
     /// For a default that is not the best: why, in the model's terms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_slower: Option<String>,
+}
+
+/// The schedule model's account of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleSeen {
+    /// The schedule model's time, seconds.
+    pub seconds: f64,
+    /// Bundles (cycles) of one grid step, and of the program outside the
+    /// grid's loop.
+    pub step_bundles: u64,
+    pub outside_bundles: u64,
+    /// The unit a step keeps busiest (`MATMUL`, `VALU`, `VLOAD`, ...) and
+    /// the share of its slots used.
+    pub critical_unit: String,
+    pub critical_share: f64,
+    /// Whether the step's copies outlast its compute.
+    pub memory_bound: bool,
+}
+
+impl ScheduleSeen {
+    pub fn of(e: &super::schedule::ScheduleEstimate) -> ScheduleSeen {
+        ScheduleSeen {
+            seconds: e.prediction.seconds,
+            step_bundles: e.step_bundles,
+            outside_bundles: e.outside_bundles,
+            critical_unit: e.critical_unit.clone(),
+            critical_share: e.critical_share,
+            memory_bound: e.prediction.memory_bound,
+        }
+    }
 }
 
 /// The work the model saw for one configuration, per call.
