@@ -84,6 +84,10 @@ fn every_configuration_the_checker_keeps_compiles_with_libtpu_on_five_targets() 
             "K=512",
             "--target",
             "all",
+            // The agreement needs libtpu's compile, not its schedule: the
+            // roofline ranks while the compiles run in parallel.
+            "--eval",
+            "model",
             "--json",
         ],
     );
@@ -184,6 +188,8 @@ fn every_flash_attention_configuration_the_checker_keeps_compiles_with_libtpu() 
                 kernel,
                 "--target",
                 targets,
+                "--eval",
+                "model",
                 "--json",
             ],
         );

@@ -17,8 +17,9 @@ fn a_file_that_is_not_libtpu_is_refused_without_consequence() {
     std::fs::write(&bogus, b"not a shared library").expect("temp file");
     let err = Plugin::load(Some(&bogus)).err();
     let _ = std::fs::remove_file(&bogus);
-    let Some(PjrtError::LibtpuLoad { path, reason }) = err else {
-        panic!("expected LibtpuLoad, got {err:?}");
+    // Too short to be an ELF shared object: refused before it is mapped.
+    let Some(PjrtError::LibtpuDamaged { path, reason, .. }) = err else {
+        panic!("expected LibtpuDamaged, got {err:?}");
     };
     assert_eq!(path, bogus.display().to_string());
     assert!(!reason.is_empty());

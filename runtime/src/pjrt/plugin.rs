@@ -172,6 +172,18 @@ impl Plugin {
         capture: bool,
     ) -> Result<&'static Plugin, PjrtError> {
         let path = locate_libtpu(explicit)?;
+        // One libtpu per process: a plugin already loaded answers first, so
+        // that a second path is refused as such whatever that file holds.
+        if let Some(Ok(loaded)) = &*PLUGIN.lock().unwrap_or_else(PoisonError::into_inner) {
+            return if same_file(&loaded.path, &path) {
+                Ok(*loaded)
+            } else {
+                Err(PjrtError::PluginAlreadyLoaded {
+                    loaded: loaded.path.display().to_string(),
+                    requested: path.display().to_string(),
+                })
+            };
+        }
         // A truncated library would be mapped and then kill the process
         // with SIGBUS; the copy in pk's cache is the pinned release.
         let pinned = cache_libtpu_path().is_some_and(|c| same_file(&c, &path));
