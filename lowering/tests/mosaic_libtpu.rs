@@ -961,13 +961,22 @@ scratch (buf: vmem {dtype}[{rows}, 256], sem: dma_sem[1])
     );
 }
 
+/// `(file, kernel, fixed parameters, target, scoped VMEM limit in MiB)`.
+type VmemKernel = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    Target,
+    u64,
+);
+
 /// The VMEM corpus: library kernels whose tunable blocks reach a limit,
 /// `(file, kernel, fixed parameters, target, scoped VMEM limit in MiB)`.
 /// The limits are the ones people compile with: a chip's whole VMEM (what
 /// `pkc build` passes; v4 and v5p here) and libtpu's default scoped limit
 /// (16 MiB on v5e, 32 MiB on v6e and TPU7x: a kernel with a `vmem_limit`
 /// of that size, or a Pallas kernel without `vmem_limit_bytes`).
-const VMEM_CORPUS: &[(&str, &str, &[(&str, &str)], Target, u64)] = &[
+const VMEM_CORPUS: &[VmemKernel] = &[
     ("matmul.pk", "matmul", &[("T", "bf16")], Target::V4, 16),
     ("matmul.pk", "matmul", &[("T", "f32")], Target::V5e, 16),
     ("flash.pk", "flash_attention", &[], Target::V5e, 16),
