@@ -608,6 +608,16 @@ fn operands(f: &Func, k: &OpKind) -> Vec<Value> {
     u
 }
 
+/// The VMEM the checker counts for `k` on `target`: the blocks and scratch
+/// (double-buffered where blocked) plus what the TPU compiler keeps for the
+/// matmul that needs the most. PK0306 is this total against the kernel's
+/// usable VMEM (its `vmem_limit`, at most the chip's).
+pub fn vmem_estimate(k: &Kernel, target: crate::target::Target) -> u64 {
+    let (vmem, _) = budget_items(k);
+    let total = vmem.iter().fold(0u64, |acc, (_, b)| acc.saturating_add(*b));
+    total.saturating_add(dot_vmem(k, target).map_or(0, |(d, _)| d.bytes()))
+}
+
 /// The VMEM bytes each operand and scratch buffer takes (for reports).
 pub fn vmem_report(k: &Kernel) -> Vec<(String, u64)> {
     let mut out = Vec::new();
