@@ -10,20 +10,9 @@
 
 mod common;
 
-use common::{code, pkc, root, stderr, stdout, TempDir};
+use common::{code, have_libtpu, pkc, root, stderr, stdout, TempDir};
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn have_libtpu() -> bool {
-    if pk_runtime::pjrt::locate_libtpu(None).is_ok() || std::env::var("CI").as_deref() == Ok("true")
-    {
-        return true;
-    }
-    eprintln!(
-        "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
-    );
-    false
-}
 
 /// `pkc` with `PK_TUNE_CACHE` set to `cache`.
 fn pkc_cached(cache: &Path, args: &[&str]) -> Output {

@@ -10,21 +10,10 @@
 
 mod common;
 
-use common::{code, root, stderr, stdout, TempDir};
+use common::{code, have_libtpu, root, stderr, stdout, TempDir};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn have_libtpu() -> bool {
-    if pk_runtime::pjrt::locate_libtpu(None).is_ok() || std::env::var("CI").as_deref() == Ok("true")
-    {
-        return true;
-    }
-    eprintln!(
-        "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
-    );
-    false
-}
 
 /// `pkc` with its own temporary directory (`TMPDIR`), tuning cache and
 /// environment additions.

@@ -164,6 +164,19 @@ pub fn generation_specific(path: &Path) -> bool {
         && GENERATION_SPECIFIC.iter().any(|(f, _)| *f == name)
 }
 
+/// Whether libtpu is installed; without it a test that compiles with it
+/// prints a notice and passes, unless `CI=true` (where it must be).
+pub fn have_libtpu() -> bool {
+    if pk_runtime::pjrt::locate_libtpu(None).is_ok() || std::env::var("CI").as_deref() == Ok("true")
+    {
+        return true;
+    }
+    eprintln!(
+        "notice: libtpu is not installed; skipping (install it with `bash .ci/setup-libtpu`)"
+    );
+    false
+}
+
 /// The `PKxxxx` codes in a rendering, in order.
 pub fn codes_in(text: &str) -> Vec<String> {
     text.lines()

@@ -169,12 +169,7 @@ impl Claims {
                         return None;
                     }
                     let array = buffers.out_ptr(*buffers.of_operand.get(i)?)?;
-                    let counts: Vec<u64> = o
-                        .shape
-                        .iter()
-                        .zip(bs)
-                        .map(|(&n, &b)| n.div_ceil(b.max(1)))
-                        .collect();
+                    let counts = blocks_per_dim(&o.shape, bs);
                     let total = counts.iter().try_fold(1u64, |a, &c| a.checked_mul(c))?;
                     if total > MAX_CLAIMED_BLOCKS {
                         return None;
@@ -836,12 +831,7 @@ pub(crate) fn poison_unwritten(
         let (Role::Output, Some(bs), None) = (o.role, &o.block, o.aliases) else {
             continue;
         };
-        let counts: Vec<u64> = o
-            .shape
-            .iter()
-            .zip(bs)
-            .map(|(&n, &b)| n.div_ceil(b.max(1)))
-            .collect();
+        let counts = blocks_per_dim(&o.shape, bs);
         let total: u64 = counts.iter().product();
         let mut written: std::collections::HashSet<&Vec<i64>> = std::collections::HashSet::new();
         for (_, v) in units {
@@ -891,4 +881,14 @@ pub(crate) fn poison_unwritten(
         }
     }
     Ok(())
+}
+
+/// How many blocks of `block` cover `shape`, per dimension (a ragged last
+/// block counts).
+fn blocks_per_dim(shape: &[u64], block: &[u64]) -> Vec<u64> {
+    shape
+        .iter()
+        .zip(block)
+        .map(|(&n, &b)| n.div_ceil(b.max(1)))
+        .collect()
 }

@@ -252,11 +252,7 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
             compute_total += c.count as f64 * compute_s;
             copy_total += c.count as f64 * copy_s;
         }
-        let share = if w.steps == 0 {
-            0.0
-        } else {
-            (steps / cores_used).ceil() / steps
-        };
+        let share = core_share(w.steps, cores_used);
         (sum_s * share + fill_s, ideal, copy_total > compute_total)
     } else {
         let (compute_s, ideal_s) = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals);
@@ -279,4 +275,15 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
         memory_bound,
         steps: w.steps,
     }
+}
+
+/// The part of a kernel's `steps` grid steps that the busiest of
+/// `cores_used` cores runs, as a fraction of all of them (the cores split
+/// the parallel steps, the last core's share rounded up).
+pub(crate) fn core_share(steps: u64, cores_used: f64) -> f64 {
+    if steps == 0 {
+        return 0.0;
+    }
+    let steps = steps as f64;
+    (steps / cores_used).ceil() / steps
 }

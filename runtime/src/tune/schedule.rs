@@ -25,7 +25,7 @@
 //!
 //! Cycles become seconds at the clock of [`Generation::clock_hz`].
 
-use super::model::{compute_seconds, Generation, Prediction};
+use super::model::{compute_seconds, core_share, Generation, Prediction};
 use super::work::Work;
 use crate::schedule::KernelSchedule;
 
@@ -141,11 +141,7 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             comp += c.count as f64 * cs;
             copy += c.count as f64 * ps;
         }
-        let share = if w.steps == 0 {
-            0.0
-        } else {
-            (steps / cores_used).ceil() / steps
-        };
+        let share = core_share(w.steps, cores_used);
         (sum * share, comp, copy)
     } else if main.is_some() {
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
