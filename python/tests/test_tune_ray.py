@@ -27,6 +27,9 @@ SWEEP = [
     "tune", str(KERNELS / "matmul.pk"),
     "-p", "M=512", "-p", "N=512", "-p", "K=256",
     "-t", "v5e,v6e", "--json",
+    # The roofline on both sides: the schedule model reads libtpu's dump
+    # where it compiles, so it is not offered with --ray.
+    "--eval", "model",
 ]
 
 
