@@ -26,19 +26,10 @@ Usage: python3 bench/train_step.py [--rounds N] [--iters N] [--seq S]
 
 import argparse
 import statistics
-import time
 
 import numpy as np
 
-
-def time_stats(fn, iters):
-    fn()  # warm-up (compiles)
-    times = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times)
+from compare import time_stats
 
 
 def main():
