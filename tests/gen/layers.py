@@ -127,6 +127,11 @@ def cases():
         norm_bwd_case("layer_norm_bwd_f32_40x128_ragged", "ln", "f32", 40, 128, 16),
         norm_bwd_case("layer_norm_bwd_f32_24x128_residual", "ln", "f32", 24, 128, 8, residual=True),
         norm_bwd_case("layer_norm_bwd_bf16_32x128", "ln", "bf16", 32, 128, 16),
+        # Blocks of 256 KiB: strips of rows on the CPU reference (the
+        # backward's weight gradients sum over rows and stay whole).
+        norm_case("rms_norm_residual_f32_160x512_strips", "rms", "f32", 160, 512, 128, residual=True),
+        norm_case("layer_norm_bf16_128x512_strips", "ln", "bf16", 128, 512, 128),
+        norm_bwd_case("rms_norm_bwd_f32_160x512_strips", "rms", "f32", 160, 512, 128),
     ]
 
 
