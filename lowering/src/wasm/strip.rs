@@ -94,8 +94,14 @@ pub(crate) fn rows(k: &Kernel) -> Option<Kernel> {
     let plans: Vec<(usize, usize, u64, u64)> = runs
         .into_iter()
         .filter_map(|(a, b, rows)| {
+            // Worth it when the loop computes something: not for a run of
+            // loads that stay whole and stores alone.
+            let computes = (a..b).any(|j| {
+                matches!(class[j], Class::Strip(_))
+                    && !matches!(f.ops[ops[j]].kind, OpKind::Load(_) | OpKind::Store(..))
+            });
             let widest = (a..b)
-                .filter(|&j| matches!(class[j], Class::Strip(_)))
+                .filter(|&j| matches!(class[j], Class::Strip(_)) && computes)
                 .map(|j| tile_cols(f, ops[j]))
                 .max()?;
             let strip = strip_rows(rows, widest)?;
