@@ -27,7 +27,7 @@ impl fmt::Display for FormatError {
     }
 }
 
-fn err(file: &Path, line: usize, expected: impl Into<String>) -> FormatError {
+pub(super) fn err(file: &Path, line: usize, expected: impl Into<String>) -> FormatError {
     FormatError {
         file: file.file_name().map_or_else(
             || file.display().to_string(),
@@ -44,16 +44,26 @@ struct Files {
     bundles: Option<PathBuf>,
     analysis: Option<PathBuf>,
     utilization: Option<PathBuf>,
+    /// The first LLO program (`*-original.txt`), when dumped.
+    original: Option<PathBuf>,
 }
 
 const BUNDLES: &str = "-final_bundles.txt";
 const ANALYSIS: &str = "-schedule-analysis_final_bundles.txt";
 const UTILIZATION: &str = "-final_hlo-static-per-bundle-utilization.txt";
+const ORIGINAL: &str = "-original.txt";
 
 /// Reads every computation's schedule under `dir` (libtpu's dump with
 /// `--xla_jf_dump_use_subdirectories`: one folder per computation, under
 /// one per module). Computations are named by their folder.
 pub fn parse_dir(dir: &Path) -> Result<Schedule, FormatError> {
+    parse_dir_with(dir, None)
+}
+
+/// [`parse_dir`], and with `mosaic` (the Mosaic dump of the same compile)
+/// each computation's map of its program to `.pk` lines
+/// ([`super::attrib`]), where the first LLO program was dumped too.
+pub fn parse_dir_with(dir: &Path, mosaic: Option<&Path>) -> Result<Schedule, FormatError> {
     let mut found: BTreeMap<String, Files> = BTreeMap::new();
     collect(dir, &mut found).map_err(|e| err(dir, 0, format!("a readable dump ({e})")))?;
     if found.is_empty() {
@@ -73,7 +83,20 @@ pub fn parse_dir(dir: &Path) -> Result<Schedule, FormatError> {
         let b = need(files.bundles, BUNDLES)?;
         let a = need(files.analysis, ANALYSIS)?;
         let u = need(files.utilization, UTILIZATION)?;
-        let mut k = parse_kernel(&read(&b)?, &b, &read(&a)?, &a, &read(&u)?, &u)?;
+        let bundles_text = read(&b)?;
+        let mut k = parse_kernel(&bundles_text, &b, &read(&a)?, &a, &read(&u)?, &u)?;
+        if let Some(m) = mosaic {
+            k.source = Some(match &files.original {
+                Some(o) => read(o)
+                    .and_then(|original| {
+                        super::attrib::attribute(&bundles_text, &b, &original, o, m)
+                    })
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "no `*{ORIGINAL}` beside the final bundles of `{name}`"
+                )),
+            });
+        }
         k.name = name;
         kernels.push(k);
     }
@@ -107,6 +130,8 @@ fn collect(dir: &Path, found: &mut BTreeMap<String, Files>) -> std::io::Result<(
                 1
             } else if file.ends_with(BUNDLES) {
                 2
+            } else if file.ends_with(ORIGINAL) {
+                3
             } else {
                 continue;
             };
@@ -114,7 +139,8 @@ fn collect(dir: &Path, found: &mut BTreeMap<String, Files>) -> std::io::Result<(
             let slot = match kind {
                 0 => &mut f.analysis,
                 1 => &mut f.utilization,
-                _ => &mut f.bundles,
+                2 => &mut f.bundles,
+                _ => &mut f.original,
             };
             *slot = Some(path);
         }
@@ -212,6 +238,7 @@ pub fn parse_kernel(
         loops,
         units: unit_uses,
         windows: program.windows,
+        source: None,
     })
 }
 
@@ -315,14 +342,14 @@ struct Program {
 /// decimal (`0`) or hexadecimal (`0x1f`); the marker (`LB`, `PF`, ...) is
 /// optional; each `>` is one level of loop nesting (an empty bundle, `{}`,
 /// is printed without it).
-struct BundleLine<'a> {
-    address: u64,
-    marker: &'a str,
-    depth: u32,
-    body: &'a str,
+pub(super) struct BundleLine<'a> {
+    pub(super) address: u64,
+    pub(super) marker: &'a str,
+    pub(super) depth: u32,
+    pub(super) body: &'a str,
 }
 
-fn bundle_line(line: &str) -> Option<BundleLine<'_>> {
+pub(super) fn bundle_line(line: &str) -> Option<BundleLine<'_>> {
     let t = line.trim_start();
     let (addr, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
     let address = match addr.strip_prefix("0x") {
