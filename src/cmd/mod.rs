@@ -18,6 +18,7 @@ pub mod meta;
 pub mod output;
 pub mod run;
 pub mod test;
+pub mod profile;
 pub mod tune;
 pub mod tune_cache;
 pub mod tune_cpu;
