@@ -320,7 +320,16 @@ pub fn run(a: Args) -> u8 {
         })
         .collect();
     let source = std::fs::read_to_string(&a.file).unwrap_or_default();
-    let report = build_report(&a, &name, params, g, &w, &roofline, schedule.as_ref(), &source);
+    let report = build_report(
+        &a,
+        &name,
+        params,
+        g,
+        &w,
+        &roofline,
+        schedule.as_ref(),
+        &source,
+    );
     let took = started.elapsed().as_secs_f64();
     if a.json {
         json_line(&report);
@@ -494,7 +503,11 @@ fn text(r: &Value, _source: &str) -> String {
     let mut o = String::new();
     let params: Vec<String> = r["params"]
         .as_object()
-        .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+                .collect()
+        })
         .unwrap_or_default();
     o += &format!(
         "{} on {} ({}), libtpu {}\n",
@@ -584,9 +597,18 @@ fn text(r: &Value, _source: &str) -> String {
         );
     }
     for (key, label) in [
-        ("pipeline", "(the grid pipeline libtpu adds: DMAs, sync flags, loop control)"),
-        ("later_passes", "(unattributed: made by libtpu's later passes)"),
-        ("unmatched", "(unattributed: not matched to a Mosaic operation)"),
+        (
+            "pipeline",
+            "(the grid pipeline libtpu adds: DMAs, sync flags, loop control)",
+        ),
+        (
+            "later_passes",
+            "(unattributed: made by libtpu's later passes)",
+        ),
+        (
+            "unmatched",
+            "(unattributed: not matched to a Mosaic operation)",
+        ),
         ("empty", "(empty bundles: waits and delays)"),
     ] {
         o += &row("-", &r["other"][key], label);
@@ -598,7 +620,11 @@ fn text(r: &Value, _source: &str) -> String {
     );
     o += &format!(
         "\n{att} of the step's {ops} operations attributed to lines ({:.0}%)",
-        if ops > 0 { 100.0 * att as f64 / ops as f64 } else { 0.0 }
+        if ops > 0 {
+            100.0 * att as f64 / ops as f64
+        } else {
+            0.0
+        }
     );
     if let Some(k) = at["unmatched_kinds"].as_array().filter(|k| !k.is_empty()) {
         let k: Vec<&str> = k.iter().filter_map(Value::as_str).collect();
@@ -639,7 +665,9 @@ fn trace(r: &Value) -> Value {
 }
 
 fn escape_script(s: &str) -> String {
-    s.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+    s.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 /// A self-contained page: the report as JSON, drawn by inline script into
