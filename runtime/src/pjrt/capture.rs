@@ -146,9 +146,8 @@ impl CaptureDir {
         // A dump asked to be kept is moved whole (the folder is created
         // by pk, private, and not yet there: rename fails otherwise).
         let removed = match keep {
-            Some(to) => std::fs::rename(&self.root, &to).or_else(|e| {
+            Some(to) => std::fs::rename(&self.root, &to).inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&self.root);
-                Err(e)
             }),
             None => std::fs::remove_dir_all(&self.root),
         };
