@@ -120,7 +120,7 @@ struct Row {
 /// The rows of one grid step: per `.pk` line, and per origin that is not
 /// a line.
 struct Lines {
-    lines: BTreeMap<u32, Row>,
+    lines: BTreeMap<(u16, u32), Row>,
     pipeline: Row,
     later: Row,
     unmatched: Row,
@@ -151,7 +151,7 @@ fn rows(a: &Attribution, range: (u64, u64)) -> Lines {
         for op in ops {
             out.ops += 1;
             let row = match op.origin {
-                Origin::Line(l) => out.lines.entry(l).or_default(),
+                Origin::Line(f, l) => out.lines.entry((f, l)).or_default(),
                 Origin::Pipeline => &mut out.pipeline,
                 Origin::LaterPass => &mut out.later,
                 Origin::Unmatched => &mut out.unmatched,
@@ -431,18 +431,46 @@ fn build_report(
         "units": units,
     });
     let range = main.map_or((0, u64::MAX), |m| (m.start, m.end));
-    let texts: Vec<&str> = source.lines().collect();
     match &s.source {
         Some(Ok(at)) => {
             let l = rows(at, range);
             let attributed: u64 = l.lines.values().map(|r| r.ops.values().sum::<u64>()).sum();
+            // The kernel's own file first, then the files of the functions
+            // it calls (the standard library's are pk's own copies).
+            let own = std::fs::canonicalize(&a.file).ok();
+            let is_own = |f: &str| {
+                own.is_some() && std::fs::canonicalize(f).ok() == own
+                    || own.is_none() && at.file.as_deref() == Some(f)
+            };
+            let texts: Vec<(String, bool, Vec<String>)> = at
+                .files
+                .iter()
+                .map(|f| {
+                    let text = if is_own(f) {
+                        source.to_string()
+                    } else {
+                        file_text(f)
+                    };
+                    (
+                        f.clone(),
+                        is_own(f),
+                        text.lines().map(str::to_string).collect(),
+                    )
+                })
+                .collect();
+            let mut list: Vec<(&(u16, u32), &Row)> = l.lines.iter().collect();
+            list.sort_by_key(|((f, n), _)| (!texts.get(*f as usize).is_some_and(|t| t.1), *f, *n));
             r["lines"] = Value::Array(
-                l.lines
-                    .iter()
-                    .map(|(n, row)| {
+                list.into_iter()
+                    .map(|((f, n), row)| {
                         let mut v = row_json(row);
+                        let t = texts.get(*f as usize);
+                        v["file"] = json!(t.map_or("", |t| t.0.as_str()));
+                        v["kernel_file"] = json!(t.is_some_and(|t| t.1));
                         v["line"] = json!(n);
-                        v["text"] = json!(texts.get(*n as usize - 1).map_or("", |t| t.trim_end()));
+                        v["text"] = json!(t
+                            .and_then(|t| t.2.get((*n as usize).wrapping_sub(1)))
+                            .map_or("", |t| t.trim_end()));
                         v
                     })
                     .collect(),
@@ -458,6 +486,7 @@ fn build_report(
                 "attributed_ops": attributed,
                 "matched_by_kind": at.matched_by_kind,
                 "matched_by_position": at.matched_by_position,
+                "matched_by_data_flow": at.matched_by_data_flow,
                 "unmatched_kinds": at.unmatched_kinds,
                 "source_file": at.file,
             });
@@ -489,6 +518,18 @@ fn timeline(w: &work::Work, g: &Generation, compute_s: f64, copy_s: f64) -> Valu
         t += busy + SCHEDULE_STEP_OVERHEAD_S;
     }
     Value::Array(ev)
+}
+
+/// The text of a file Mosaic's locations name: pk's copy of a standard
+/// library module (`std/nn.pk`), else the file as it is now (empty when it
+/// cannot be read).
+fn file_text(f: &str) -> String {
+    if let Some(m) = f.strip_prefix("std/").and_then(|m| m.strip_suffix(".pk")) {
+        if let Some((_, t)) = pk_lang::resolve::STD_MODULES.iter().find(|(n, _)| *n == m) {
+            return t.to_string();
+        }
+    }
+    std::fs::read_to_string(f).unwrap_or_default()
 }
 
 fn fmt_s(s: f64) -> String {
@@ -569,13 +610,13 @@ fn text(r: &Value, _source: &str) -> String {
     };
     o += "\nper grid step: bundles holding the line's operations, its share of the step's bundles, its operations by unit\n";
     o += &format!(
-        "{:>6} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6}  source\n",
+        "{:>10} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6}  source\n",
         "line", "bundles", "share", "MXU", "VPU", "EUP", "XLU", "ld/st", "DMA", "scalar"
     );
     let row = |label: &str, v: &Value, text: &str| {
         let ops = |c: &str| v["ops"][c].as_u64().unwrap_or(0);
         format!(
-            "{:>6} {:>8} {:>8.1} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6}  {}\n",
+            "{:>10} {:>8} {:>8.1} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6}  {}\n",
             label,
             v["bundles"].as_u64().unwrap_or(0),
             v["share"].as_f64().unwrap_or(0.0),
@@ -590,11 +631,14 @@ fn text(r: &Value, _source: &str) -> String {
         )
     };
     for l in lines {
-        o += &row(
-            &l["line"].to_string(),
-            l,
-            l["text"].as_str().unwrap_or("").trim(),
-        );
+        let label = if l["kernel_file"].as_bool() == Some(true) {
+            l["line"].to_string()
+        } else {
+            let f = l["file"].as_str().unwrap_or("");
+            let f = f.rsplit('/').next().unwrap_or(f);
+            format!("{f}:{}", l["line"])
+        };
+        o += &row(&label, l, l["text"].as_str().unwrap_or("").trim());
     }
     for (key, label) in [
         (
@@ -618,13 +662,16 @@ fn text(r: &Value, _source: &str) -> String {
         at["ops"].as_u64().unwrap_or(0),
         at["attributed_ops"].as_u64().unwrap_or(0),
     );
+    let pct = if ops > 0 {
+        100.0 * att as f64 / ops as f64
+    } else {
+        0.0
+    };
     o += &format!(
-        "\n{att} of the step's {ops} operations attributed to lines ({:.0}%)",
-        if ops > 0 {
-            100.0 * att as f64 / ops as f64
-        } else {
-            0.0
-        }
+        "\n{att} of the step's {ops} operations attributed to lines ({pct:.0}%): \
+         instructions of the first LLO program matched by kind and order {}, by \
+         position {}; operations without either given a line by data flow {}",
+        at["matched_by_kind"], at["matched_by_position"], at["matched_by_data_flow"],
     );
     if let Some(k) = at["unmatched_kinds"].as_array().filter(|k| !k.is_empty()) {
         let k: Vec<&str> = k.iter().filter_map(Value::as_str).collect();

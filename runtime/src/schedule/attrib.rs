@@ -17,7 +17,13 @@
 //!   several) are not matched this way;
 //! - by position: a vector instruction left between two matched ones is
 //!   given a line when those two and every Mosaic operation between them
-//!   have that one line (it was lowered from them).
+//!   have that one line (it was lowered from them);
+//! - by data flow, in the final program: an operation a later pass made
+//!   (a coalesced load, a packing `vor`), or one not matched, is given a
+//!   line when every
+//!   operation it reads from or that reads it, that has an origin, has
+//!   that one line (repeated until nothing changes); an operation that
+//!   also touches the pipeline's, or two lines', stays unattributed.
 //!
 //! invariant: an operation gets a line only by one of these two rules;
 //! everything else is reported as what it is: the grid pipeline libtpu
@@ -35,8 +41,9 @@ use super::FormatError;
 /// Where an operation of the final program comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Origin {
-    /// A `.pk` line (1-based).
-    Line(u32),
+    /// A `.pk` file (an index into [`Attribution::files`]) and line
+    /// (1-based).
+    Line(u16, u32),
     /// A kind of instruction the Mosaic module never has: the grid's
     /// pipeline (DMAs, sync flags, the loop's control) libtpu adds.
     Pipeline,
@@ -58,14 +65,21 @@ pub struct Op {
 /// The final program's operations by bundle, with their origins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attribution {
-    /// The `.pk` file Mosaic's locations name (the most named one).
+    /// The `.pk` file Mosaic's locations name the most (the kernel's).
     pub file: Option<String>,
+    /// Every `.pk` file the locations name (a kernel calls functions of
+    /// others), as [`Origin::Line`] indexes them.
+    pub files: Vec<String>,
     /// Per bundle of the final program, in order: its address and ops.
     pub bundles: Vec<(u64, Vec<Op>)>,
     /// Instructions of the first LLO program matched by kind and order,
     /// and by position.
     pub matched_by_kind: u64,
     pub matched_by_position: u64,
+    /// Operations of the final program made by later passes or not
+    /// matched, given the one line that every operation they read or that
+    /// reads them has.
+    pub matched_by_data_flow: u64,
     /// Kinds whose counts differ, `kind: Mosaic n, LLO m`.
     pub unmatched_kinds: Vec<String>,
 }
@@ -108,7 +122,7 @@ fn instruction_number(name: &str) -> Option<u64> {
 fn mosaic_ops(
     text: &str,
     path: &Path,
-) -> Result<(Vec<(String, Option<u32>)>, Option<String>), FormatError> {
+) -> Result<(Vec<(String, Option<(u16, u32)>)>, Vec<String>), FormatError> {
     // `#loc12 = loc("/k/matmul.pk":33:22)`; other forms (fused, named,
     // callsite) give the first file location inside them.
     let mut locs: HashMap<&str, Option<(String, u32)>> = HashMap::new();
@@ -121,7 +135,7 @@ fn mosaic_ops(
         }
     }
     let mut ops = Vec::new();
-    let mut files: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files: Vec<String> = Vec::new();
     let mut in_func = false;
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start();
@@ -170,8 +184,14 @@ fn mosaic_ops(
         };
         let line_no = match at {
             Some((file, l)) if file.ends_with(".pk") => {
-                *files.entry(file).or_default() += 1;
-                Some(l)
+                let i = match files.iter().position(|f| *f == file) {
+                    Some(i) => i,
+                    None => {
+                        files.push(file);
+                        files.len() - 1
+                    }
+                };
+                Some((i.min(u16::MAX as usize) as u16, l))
             }
             _ => None,
         };
@@ -181,8 +201,7 @@ fn mosaic_ops(
     if !in_func {
         return Err(err(path, 0, "a `func.func` of the kernel"));
     }
-    let file = files.into_iter().max_by_key(|(_, n)| *n).map(|(f, _)| f);
-    Ok((ops, file))
+    Ok((ops, files))
 }
 
 /// The first `"file":line:col` in a location's text.
@@ -272,7 +291,17 @@ pub fn attribute_texts(
     mosaic: &str,
     mosaic_path: &Path,
 ) -> Result<Attribution, FormatError> {
-    let (mops, file) = mosaic_ops(mosaic, mosaic_path)?;
+    let (mops, files) = mosaic_ops(mosaic, mosaic_path)?;
+    // The kernel's file: the one most operations are located in.
+    let mut per_file = vec![0usize; files.len()];
+    for (_, l) in &mops {
+        if let Some((f, _)) = l {
+            per_file[*f as usize] += 1;
+        }
+    }
+    let file = (0..files.len())
+        .max_by_key(|i| per_file[*i])
+        .map(|i| files[i].clone());
     let llo = llo_instructions(original, original_path)?;
     let mosaic_kinds: HashSet<&str> = mops.iter().map(|(k, _)| k.as_str()).collect();
     // By kind and order.
@@ -320,7 +349,7 @@ pub fn attribute_texts(
     let mut matched_by_kind = 0;
     for &(l, m) in &anchors {
         if let Some(line) = mops[m].1 {
-            origin.insert(llo[l].0, Origin::Line(line));
+            origin.insert(llo[l].0, Origin::Line(line.0, line.1));
             matched_by_kind += 1;
         }
     }
@@ -332,7 +361,7 @@ pub fn attribute_texts(
         if l1 <= l0 + 1 {
             continue;
         }
-        let lines: HashSet<Option<u32>> = mops[m0..=m1].iter().map(|(_, l)| *l).collect();
+        let lines: HashSet<Option<(u16, u32)>> = mops[m0..=m1].iter().map(|(_, l)| *l).collect();
         let Some(Some(line)) = (lines.len() == 1)
             .then(|| lines.into_iter().next())
             .flatten()
@@ -341,13 +370,21 @@ pub fn attribute_texts(
         };
         for (n, k) in &llo[l0 + 1..l1] {
             if is_vector(k) && !origin.contains_key(n) {
-                origin.insert(*n, Origin::Line(line));
+                origin.insert(*n, Origin::Line(line.0, line.1));
                 matched_by_position += 1;
             }
         }
     }
     let original_numbers: HashMap<u64, &str> = llo.iter().map(|(n, k)| (*n, k.as_str())).collect();
-    let mut out = Vec::new();
+    // Each operation of the final program: its number, mnemonic, operands
+    // and origin.
+    struct Parsed {
+        number: Option<u64>,
+        mnemonic: String,
+        operands: Vec<u64>,
+        origin: Origin,
+    }
+    let mut parsed: Vec<(u64, Vec<Parsed>)> = Vec::new();
     for line in bundles.lines() {
         let Some(b) = bundle_line(line) else { continue };
         let body = b.body.trim_start_matches('{');
@@ -361,13 +398,19 @@ pub fn attribute_texts(
             if seg.is_empty() {
                 continue;
             }
-            let (number, mnemonic) = match seg.split_once(" = ") {
+            let (number, rhs) = match seg.split_once(" = ") {
                 Some((lhs, rhs)) if lhs.starts_with('%') => (
                     instruction_number(lhs.split_whitespace().next().unwrap_or(lhs)),
-                    rhs.split_whitespace().next().unwrap_or(""),
+                    rhs,
                 ),
-                _ => (None, seg.split_whitespace().next().unwrap_or("")),
+                _ => (None, seg),
             };
+            let mnemonic = rhs.split_whitespace().next().unwrap_or("");
+            let operands = rhs
+                .split('%')
+                .skip(1)
+                .filter_map(|t| instruction_number(&format!("%{t}")))
+                .collect();
             let o = match number.and_then(|n| Some((n, *original_numbers.get(&n)?))) {
                 Some((n, k)) => match origin.get(&n) {
                     Some(o) => *o,
@@ -376,21 +419,85 @@ pub fn attribute_texts(
                 },
                 None => Origin::LaterPass,
             };
-            ops.push(Op {
+            ops.push(Parsed {
+                number,
                 mnemonic: mnemonic.to_string(),
+                operands,
                 origin: o,
             });
         }
-        out.push((b.address, ops));
+        parsed.push((b.address, ops));
     }
-    if out.is_empty() {
+    if parsed.is_empty() {
         return Err(err(bundles_path, 0, "bundle lines (`ADDR : { ... }`)"));
     }
+    // By data flow: an operation without a line (of a later pass, or not
+    // matched) whose operands' and users' operations with an origin all
+    // have one and the same line.
+    let mut matched_by_data_flow = 0;
+    let mut users: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    let mut defs: HashMap<u64, (usize, usize)> = HashMap::new();
+    for (bi, (_, ops)) in parsed.iter().enumerate() {
+        for (oi, op) in ops.iter().enumerate() {
+            if let Some(n) = op.number {
+                defs.insert(n, (bi, oi));
+            }
+            for &u in &op.operands {
+                users.entry(u).or_default().push((bi, oi));
+            }
+        }
+    }
+    for _round in 0..32 {
+        let mut found = Vec::new();
+        for (bi, (_, ops)) in parsed.iter().enumerate() {
+            for (oi, op) in ops.iter().enumerate() {
+                if !matches!(op.origin, Origin::LaterPass | Origin::Unmatched) {
+                    continue;
+                }
+                let mut seen: HashSet<Origin> = HashSet::new();
+                for n in &op.operands {
+                    if let Some(&(b, o)) = defs.get(n) {
+                        seen.insert(parsed[b].1[o].origin);
+                    }
+                }
+                for &(b, o) in op.number.and_then(|n| users.get(&n)).into_iter().flatten() {
+                    seen.insert(parsed[b].1[o].origin);
+                }
+                seen.remove(&Origin::LaterPass);
+                seen.remove(&Origin::Unmatched);
+                if let (1, Some(o @ Origin::Line(..))) = (seen.len(), seen.iter().next()) {
+                    found.push((bi, oi, *o));
+                }
+            }
+        }
+        if found.is_empty() {
+            break;
+        }
+        for (bi, oi, o) in found {
+            parsed[bi].1[oi].origin = o;
+            matched_by_data_flow += 1;
+        }
+    }
+    let out = parsed
+        .into_iter()
+        .map(|(a, ops)| {
+            let ops = ops
+                .into_iter()
+                .map(|p| Op {
+                    mnemonic: p.mnemonic,
+                    origin: p.origin,
+                })
+                .collect();
+            (a, ops)
+        })
+        .collect();
     Ok(Attribution {
         file,
+        files,
         bundles: out,
         matched_by_kind,
         matched_by_position,
+        matched_by_data_flow,
         unmatched_kinds,
     })
 }
@@ -402,8 +509,8 @@ mod tests {
     #[test]
     fn operations_are_matched_by_kind_order_and_position() {
         let mosaic = "#loc3 = loc(\"k.pk\":7:3)\n#loc4 = loc(\"k.pk\":9:5)\nmodule {\n  func.func @k(%arg0: i32 {llo.type = i32} loc(\"-\":1:1)) {\n    %0 = llo.vector_load %arg0 : i32 loc(#loc3)\n    %1 = llo.vexp %0 : f32 loc(#loc3)\n    llo.vector_store %1 into %arg0 : i32 loc(#loc4)\n  }\n}\n";
-        let original = "  %s1 = inlined_call_operand.hbm [x]\n  %v5 = vld [vmem:[%s1]]\n  %v6 = vmul.f32 %v5, 1.44\n  %v7 = vexp2.f32 %v6\n  %8 = vst [vmem:[%s1]] %v7\n  %9 = dma %s1\n";
-        let bundles = "   0   :  { %v5_v0 = vld [vmem:[%s1_s0]]  ;;  %9 = dma %s1_s0 }\n   0x1   :  { %v6_v1 = vmul.f32 %v5_v0, 1.44 }\n   0x2   :  { %v7_v2 = vexp2.f32 %v6_v1  ;;  %v20_v3 = vmov 0 }\n   0x3   :  { %8 = vst [vmem:[%s1_s0]] %v7_v2 }\n   0x4   :  {}\n";
+        let original = "  %s1 = inlined_call_operand.hbm [x]\n  %s2 = sadd.s32 1, %s1\n  %v5 = vld [vmem:[%s1]]\n  %v6 = vmul.f32 %v5, 1.44\n  %v7 = vexp2.f32 %v6\n  %8 = vst [vmem:[%s1]] %v7\n  %9 = dma %s1\n";
+        let bundles = "   0   :  { %v5_v0 = vld [vmem:[%s1_s0]]  ;;  %9 = dma %s1_s0  ;;  %s2_s1 = sadd.s32 1, %s1_s0 }\n   0x1   :  { %v6_v1 = vmul.f32 %v5_v0, 1.44 }\n   0x2   :  { %v7_v2 = vexp2.f32 %v6_v1  ;;  %v20_v3 = vmov 0 }\n   0x3   :  { %8 = vst [vmem:[%s1_s0]] %v7_v2  ;;  %v30_v5 = vor.u32 %v7_v2, %v7_v2  ;;  %v31_v6 = vadd.f32 %v7_v2, %s2_s1 }\n   0x4   :  {}\n";
         let p = Path::new("x");
         let a = attribute_texts(bundles, p, original, p, mosaic, p).expect("reads");
         let origins: Vec<Vec<Origin>> = a
@@ -414,14 +521,22 @@ mod tests {
         assert_eq!(
             origins,
             vec![
-                vec![Origin::Line(7), Origin::Pipeline],
-                vec![Origin::Line(7)],
-                vec![Origin::Line(7), Origin::LaterPass],
-                vec![Origin::Line(9)],
+                vec![Origin::Line(0, 7), Origin::Pipeline, Origin::Pipeline],
+                vec![Origin::Line(0, 7)],
+                vec![Origin::Line(0, 7), Origin::LaterPass],
+                // Reads line 7 only; reads line 7 and the pipeline.
+                vec![Origin::Line(0, 9), Origin::Line(0, 7), Origin::LaterPass],
                 vec![],
             ]
         );
-        assert_eq!((a.matched_by_kind, a.matched_by_position), (3, 1));
+        assert_eq!(
+            (
+                a.matched_by_kind,
+                a.matched_by_position,
+                a.matched_by_data_flow
+            ),
+            (3, 1, 1)
+        );
         assert_eq!(a.file.as_deref(), Some("k.pk"));
     }
 
