@@ -243,6 +243,7 @@ pub fn run(a: Args) -> u8 {
     };
     let g = Generation::of(a.target);
     let roofline = model::predict(g, &w);
+    let built_s = started.elapsed().as_secs_f64();
     let plugin = match Plugin::load_profiling(a.libtpu.as_deref(), ui().verbose) {
         Ok(p) => p,
         Err(e) => {
@@ -256,6 +257,7 @@ pub fn run(a: Args) -> u8 {
     if let Some(d) = &a.keep_dump {
         plugin.keep_next_dump(std::path::absolute(d).unwrap_or_else(|_| d.clone()));
     }
+    let loaded_s = started.elapsed().as_secs_f64() - built_s;
     let compiled = plugin.topology(a.target).and_then(|t| t.compile(module));
     let ck = match compiled {
         Ok(c) => c,
@@ -349,7 +351,10 @@ pub fn run(a: Args) -> u8 {
             return EXIT_ERRORS;
         }
     }
-    super::ui::status(&format!("profiled in {took:.2} s"));
+    super::ui::status(&format!(
+        "profiled in {took:.2} s (build {built_s:.2} s, libtpu load {loaded_s:.2} s, libtpu compile {:.2} s)",
+        ck.compile_time.as_secs_f64()
+    ));
     EXIT_OK
 }
 
