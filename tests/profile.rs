@@ -155,6 +155,29 @@ fn profile_figures_agree_with_libtpus_dump_and_render() {
     let dot = src.lines().position(|l| l.contains("+= dot(")).unwrap() as u64 + 1;
     let zero = src.lines().position(|l| l.contains("c[..] = 0.0")).unwrap() as u64 + 1;
     assert!(line(dot)["ops"]["MXU"].as_u64().unwrap() > 0);
+    // The operations libtpu locates at the dot's line, by substring; the
+    // row holds those and the ones given it by data flow.
+    let located = |n: u64| -> u64 {
+        step.iter()
+            .map(|(_, b)| b.matches(&format!("matmul.pk\":{n}:")).count() as u64)
+            .sum()
+    };
+    let total = |v: &Value| -> u64 {
+        v["ops"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum()
+    };
+    for n in [dot, zero] {
+        let l = line(n);
+        assert_eq!(
+            total(l) - l["inferred_ops"].as_u64().unwrap(),
+            located(n),
+            "line {n}"
+        );
+    }
     let z = line(zero);
     assert_eq!(z["ops"]["MXU"].as_u64(), Some(0));
     // Zeroing the f32 128 x 128 output block stores it once: 16 vector
@@ -303,7 +326,7 @@ fn a_schedule_pk_cannot_capture_is_pk2013_and_the_roofline_models_prediction() {
         return;
     }
     let tmp = TempDir::new("profile-off");
-    let theirs = tmp.path().join("their-mosaic-dump");
+    let theirs = tmp.path().join("their-dump");
     let o = Command::new(env!("CARGO_BIN_EXE_pkc"))
         .args(["profile", "kernels/add.pk", "-t", "v5e", "--json"])
         .current_dir(root())
@@ -312,13 +335,13 @@ fn a_schedule_pk_cannot_capture_is_pk2013_and_the_roofline_models_prediction() {
         .env("TMPDIR", tmp.path())
         .env(
             "LIBTPU_INIT_ARGS",
-            format!("--xla_mosaic_dump_to={}", theirs.display()),
+            format!("--xla_jf_dump_to={}", theirs.display()),
         )
         .output()
         .expect("pkc runs");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK2013"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("xla_mosaic_dump_to"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("xla_jf_dump_to"), "{}", stderr(&o));
     let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
     assert_eq!(r["prediction"]["model"], "roofline");
     assert_eq!(r["prediction"]["seconds"], r["roofline_model"]["seconds"]);

@@ -115,27 +115,33 @@ struct Row {
     bundles: u64,
     share: f64,
     ops: BTreeMap<&'static str, u64>,
+    /// Of the operations, those given the line by data flow.
+    inferred: u64,
 }
 
-/// The rows of one grid step: per `.pk` line, and per origin that is not
-/// a line.
+/// The rows of one grid step: per `.pk` line, and for the operations with
+/// no line, per kind.
 struct Lines {
     lines: BTreeMap<(u16, u32), Row>,
-    pipeline: Row,
-    later: Row,
-    unmatched: Row,
+    dma: Row,
+    scalar: Row,
+    vector: Row,
     empty: Row,
     ops: u64,
+    stated: u64,
+    inferred: u64,
 }
 
 fn rows(a: &Attribution, range: (u64, u64)) -> Lines {
     let mut out = Lines {
         lines: BTreeMap::new(),
-        pipeline: Row::default(),
-        later: Row::default(),
-        unmatched: Row::default(),
+        dma: Row::default(),
+        scalar: Row::default(),
+        vector: Row::default(),
         empty: Row::default(),
         ops: 0,
+        stated: 0,
+        inferred: 0,
     };
     for (addr, ops) in &a.bundles {
         if *addr < range.0 || *addr > range.1 {
@@ -147,19 +153,33 @@ fn rows(a: &Attribution, range: (u64, u64)) -> Lines {
             continue;
         }
         let each = 1.0 / ops.len() as f64;
-        let mut touched: Vec<Origin> = Vec::new();
+        // Rows this bundle already counts in.
+        let mut touched: Vec<(u8, u16, u32)> = Vec::new();
         for op in ops {
             out.ops += 1;
-            let row = match op.origin {
-                Origin::Line(f, l) => out.lines.entry((f, l)).or_default(),
-                Origin::Pipeline => &mut out.pipeline,
-                Origin::LaterPass => &mut out.later,
-                Origin::Unmatched => &mut out.unmatched,
+            let class = class_of(&op.mnemonic);
+            let (key, row) = match op.origin.line() {
+                Some((f, l)) => {
+                    if matches!(op.origin, Origin::Line(..)) {
+                        out.stated += 1;
+                    } else {
+                        out.inferred += 1;
+                    }
+                    ((0, f, l), out.lines.entry((f, l)).or_default())
+                }
+                None => match class {
+                    "DMA" => ((1, 0, 0), &mut out.dma),
+                    "scalar" => ((2, 0, 0), &mut out.scalar),
+                    _ => ((3, 0, 0), &mut out.vector),
+                },
             };
             row.share += each;
-            *row.ops.entry(class_of(&op.mnemonic)).or_default() += 1;
-            if !touched.contains(&op.origin) {
-                touched.push(op.origin);
+            *row.ops.entry(class).or_default() += 1;
+            if matches!(op.origin, Origin::Inferred(..)) {
+                row.inferred += 1;
+            }
+            if !touched.contains(&key) {
+                touched.push(key);
                 row.bundles += 1;
             }
         }
@@ -172,7 +192,7 @@ fn row_json(r: &Row) -> Value {
         .iter()
         .map(|c| (c.to_string(), json!(r.ops.get(c).copied().unwrap_or(0))))
         .collect();
-    json!({"bundles": r.bundles, "share": round(r.share, 3), "ops": ops})
+    json!({"bundles": r.bundles, "share": round(r.share, 3), "ops": ops, "inferred_ops": r.inferred})
 }
 
 fn round(x: f64, digits: i32) -> f64 {
@@ -443,10 +463,7 @@ fn build_report(
             // The kernel's own file first, then the files of the functions
             // it calls (the standard library's are pk's own copies).
             let own = std::fs::canonicalize(&a.file).ok();
-            let is_own = |f: &str| {
-                own.is_some() && std::fs::canonicalize(f).ok() == own
-                    || own.is_none() && at.file.as_deref() == Some(f)
-            };
+            let is_own = |f: &str| own.is_some() && std::fs::canonicalize(f).ok() == own;
             let texts: Vec<(String, bool, Vec<String>)> = at
                 .files
                 .iter()
@@ -481,19 +498,17 @@ fn build_report(
                     .collect(),
             );
             r["other"] = json!({
-                "pipeline": row_json(&l.pipeline),
-                "later_passes": row_json(&l.later),
-                "unmatched": row_json(&l.unmatched),
+                "dma": row_json(&l.dma),
+                "scalar": row_json(&l.scalar),
+                "vector": row_json(&l.vector),
                 "empty": row_json(&l.empty),
             });
             r["attribution"] = json!({
                 "ops": l.ops,
                 "attributed_ops": attributed,
-                "matched_by_kind": at.matched_by_kind,
-                "matched_by_position": at.matched_by_position,
-                "matched_by_data_flow": at.matched_by_data_flow,
-                "unmatched_kinds": at.unmatched_kinds,
-                "source_file": at.file,
+                "stated_ops": l.stated,
+                "inferred_ops": l.inferred,
+                "files": at.files,
             });
         }
         Some(Err(why)) => r["attribution"] = json!({"error": why}),
@@ -646,19 +661,10 @@ fn text(r: &Value, _source: &str) -> String {
         o += &row(&label, l, l["text"].as_str().unwrap_or("").trim());
     }
     for (key, label) in [
-        (
-            "pipeline",
-            "(the grid pipeline libtpu adds: DMAs, sync flags, loop control)",
-        ),
-        (
-            "later_passes",
-            "(unattributed: made by libtpu's later passes)",
-        ),
-        (
-            "unmatched",
-            "(unattributed: not matched to a Mosaic operation)",
-        ),
-        ("empty", "(empty bundles: waits and delays)"),
+        ("dma", "(no line: DMAs and sync flags)"),
+        ("scalar", "(no line: scalar)"),
+        ("vector", "(no line: vector)"),
+        ("empty", "(empty bundles)"),
     ] {
         o += &row("-", &r["other"][key], label);
     }
@@ -673,16 +679,9 @@ fn text(r: &Value, _source: &str) -> String {
         0.0
     };
     o += &format!(
-        "\n{att} of the step's {ops} operations attributed to lines ({pct:.0}%): \
-         instructions of the first LLO program matched by kind and order {}, by \
-         position {}; operations without either given a line by data flow {}",
-        at["matched_by_kind"], at["matched_by_position"], at["matched_by_data_flow"],
+        "\n{att} of the step's {ops} operations have a line ({pct:.0}%): {} as libtpu states it, {} by data flow\n",
+        at["stated_ops"], at["inferred_ops"],
     );
-    if let Some(k) = at["unmatched_kinds"].as_array().filter(|k| !k.is_empty()) {
-        let k: Vec<&str> = k.iter().filter_map(Value::as_str).collect();
-        o += &format!("; kinds not matched: {}", k.join("; "));
-    }
-    o += "\n";
     o
 }
 

@@ -59,28 +59,19 @@ pub(crate) struct CaptureDir {
 
 /// The `LIBTPU_INIT_ARGS` flags that make libtpu dump the final program of
 /// every computation into `root/dump`, one folder per module and
-/// computation; with `source`, also the first LLO program of each
-/// computation and the Mosaic module after each pass with its source
-/// locations, into `root/mosaic`.
+/// computation; with `source`, each operation annotated with the `.pk`
+/// location of the Mosaic operation it comes from.
 fn flags(root: &Path, source: bool) -> String {
-    let dump = root.join("dump");
+    let mut f = format!(
+        "--xla_jf_dump_to={} --xla_jf_dump_llo_text=true \
+         --xla_jf_dump_llo_pass_label_regex=final_bundles|final_hlo-static \
+         --xla_jf_dump_use_subdirectories=true",
+        root.join("dump").display()
+    );
     if source {
-        format!(
-            "--xla_jf_dump_to={} --xla_jf_dump_llo_text=true \
-             --xla_jf_dump_llo_pass_label_regex=final_bundles|final_hlo-static|original \
-             --xla_jf_dump_use_subdirectories=true --xla_mosaic_dump_to={} \
-             --xla_mosaic_enable_dump_debug_info=true",
-            dump.display(),
-            root.join("mosaic").display()
-        )
-    } else {
-        format!(
-            "--xla_jf_dump_to={} --xla_jf_dump_llo_text=true \
-             --xla_jf_dump_llo_pass_label_regex=final_bundles|final_hlo-static \
-             --xla_jf_dump_use_subdirectories=true",
-            dump.display()
-        )
+        f.push_str(" --xla_mosaic_enable_llo_source_annotations=true");
     }
+    f
 }
 
 impl CaptureDir {
@@ -90,12 +81,6 @@ impl CaptureDir {
     /// already: their dump is left alone and nothing is captured.
     pub(crate) fn arm(source: bool) -> Result<CaptureDir, String> {
         let given = std::env::var("LIBTPU_INIT_ARGS").unwrap_or_default();
-        if source && given.contains("xla_mosaic_dump_to") {
-            return Err(
-                "LIBTPU_INIT_ARGS sets its own --xla_mosaic_dump_to; pk leaves that dump alone"
-                    .into(),
-            );
-        }
         if given.contains("xla_jf_dump_to") {
             return Err(
                 "LIBTPU_INIT_ARGS sets its own --xla_jf_dump_to; pk leaves that dump alone".into(),
@@ -135,9 +120,7 @@ impl CaptureDir {
             );
         }
         let out = compile();
-        let mosaic = self.root.join("mosaic");
-        let read =
-            schedule::parse_dir_with(&self.root.join("dump"), self.source.then_some(&*mosaic));
+        let read = schedule::parse_dir_with(&self.root.join("dump"), self.source);
         let keep = self
             .keep
             .lock()

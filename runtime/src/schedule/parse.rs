@@ -44,26 +44,23 @@ struct Files {
     bundles: Option<PathBuf>,
     analysis: Option<PathBuf>,
     utilization: Option<PathBuf>,
-    /// The first LLO program (`*-original.txt`), when dumped.
-    original: Option<PathBuf>,
 }
 
 const BUNDLES: &str = "-final_bundles.txt";
 const ANALYSIS: &str = "-schedule-analysis_final_bundles.txt";
 const UTILIZATION: &str = "-final_hlo-static-per-bundle-utilization.txt";
-const ORIGINAL: &str = "-original.txt";
 
 /// Reads every computation's schedule under `dir` (libtpu's dump with
 /// `--xla_jf_dump_use_subdirectories`: one folder per computation, under
 /// one per module). Computations are named by their folder.
 pub fn parse_dir(dir: &Path) -> Result<Schedule, FormatError> {
-    parse_dir_with(dir, None)
+    parse_dir_with(dir, false)
 }
 
-/// [`parse_dir`], and with `mosaic` (the Mosaic dump of the same compile)
-/// each computation's map of its program to `.pk` lines
-/// ([`super::attrib`]), where the first LLO program was dumped too.
-pub fn parse_dir_with(dir: &Path, mosaic: Option<&Path>) -> Result<Schedule, FormatError> {
+/// [`parse_dir`], and with `source` each computation's operations with
+/// their `.pk` lines ([`super::attrib`]), from the source annotations of a
+/// dump asked for them.
+pub fn parse_dir_with(dir: &Path, source: bool) -> Result<Schedule, FormatError> {
     let mut found: BTreeMap<String, Files> = BTreeMap::new();
     collect(dir, &mut found).map_err(|e| err(dir, 0, format!("a readable dump ({e})")))?;
     if found.is_empty() {
@@ -85,17 +82,8 @@ pub fn parse_dir_with(dir: &Path, mosaic: Option<&Path>) -> Result<Schedule, For
         let u = need(files.utilization, UTILIZATION)?;
         let bundles_text = read(&b)?;
         let mut k = parse_kernel(&bundles_text, &b, &read(&a)?, &a, &read(&u)?, &u)?;
-        if let Some(m) = mosaic {
-            k.source = Some(match &files.original {
-                Some(o) => read(o)
-                    .and_then(|original| {
-                        super::attrib::attribute(&bundles_text, &b, &original, o, m)
-                    })
-                    .map_err(|e| e.to_string()),
-                None => Err(format!(
-                    "no `*{ORIGINAL}` beside the final bundles of `{name}`"
-                )),
-            });
+        if source {
+            k.source = Some(super::attrib::attribute(&bundles_text, &b).map_err(|e| e.to_string()));
         }
         k.name = name;
         kernels.push(k);
@@ -130,8 +118,6 @@ fn collect(dir: &Path, found: &mut BTreeMap<String, Files>) -> std::io::Result<(
                 1
             } else if file.ends_with(BUNDLES) {
                 2
-            } else if file.ends_with(ORIGINAL) {
-                3
             } else {
                 continue;
             };
@@ -139,8 +125,7 @@ fn collect(dir: &Path, found: &mut BTreeMap<String, Files>) -> std::io::Result<(
             let slot = match kind {
                 0 => &mut f.analysis,
                 1 => &mut f.utilization,
-                2 => &mut f.bundles,
-                _ => &mut f.original,
+                _ => &mut f.bundles,
             };
             *slot = Some(path);
         }
