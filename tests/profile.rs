@@ -11,7 +11,7 @@ mod common;
 
 use common::{code, have_libtpu, root, stderr, stdout, TempDir};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const SMALL: &[&str] = &[
@@ -367,5 +367,8 @@ fn profile_refuses_a_kept_dump_over_an_existing_path_and_an_unknown_target() {
     assert!(stderr(&o).contains("--keep-dump"), "{}", stderr(&o));
     let o = pkc(tmp.path(), &["profile", "kernels/matmul.pk", "-t", "v9"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    let _ = PathBuf::new();
+    // A file of several kernels needs --kernel, before libtpu is loaded.
+    let o = pkc(tmp.path(), &["profile", "kernels/xent.pk"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("xent_bwd"), "{}", stderr(&o));
 }

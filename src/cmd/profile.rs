@@ -244,8 +244,24 @@ pub fn run(a: Args) -> u8 {
         Ok(b) => b,
         Err(f) => return super::common::report(&f),
     };
-    let Some(k) = built.kernels.into_iter().next() else {
-        return EXIT_ERRORS;
+    super::ui::print_diags(&built.warnings, &built.sources);
+    let mut kernels = built.kernels;
+    let k = match kernels.len() {
+        1 => kernels.remove(0),
+        0 => {
+            return super::usage::UsageError::NoKernel {
+                file: a.file.display().to_string(),
+            }
+            .report()
+        }
+        _ => {
+            let names: Vec<&str> = kernels.iter().map(|k| k.kernel.name.as_str()).collect();
+            return super::usage::UsageError::SeveralKernels {
+                file: a.file.display().to_string(),
+                names: names.join(", "),
+            }
+            .report();
+        }
     };
     let w = if given.is_empty() {
         if count::read_operands(&k.kernel).is_empty() {
