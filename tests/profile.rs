@@ -226,6 +226,7 @@ fn profile_figures_agree_with_libtpus_dump_and_render() {
     assert!((got - expect).abs() < 1e-9, "{got} {expect}");
 
     // JSON: numbers as numbers.
+    assert_eq!(r["type"], "profile");
     assert_eq!(r["params"]["M"].as_i64(), Some(256));
     assert_eq!(r["params"]["T"].as_str(), Some("bf16"));
     assert_eq!(r["steps"].as_u64(), Some(8));

@@ -54,7 +54,8 @@ pub struct Args {
     /// The TPU generation (v4, v5e, v5p, v6e, tpu7x).
     #[arg(long, short = 't', value_name = "T", default_value = "v5e", value_parser = parse_target)]
     pub target: TpuTarget,
-    /// Print one JSON object instead of the text report.
+    /// Print one JSON object instead of the text report (as does
+    /// `--message-format json`).
     #[arg(long)]
     pub json: bool,
     /// Also write a self-contained HTML page: the heat-mapped source and
@@ -369,7 +370,7 @@ pub fn run(a: Args) -> u8 {
         &source,
     );
     let took = started.elapsed().as_secs_f64();
-    if a.json {
+    if a.json || ui().json {
         json_line(&report);
     } else {
         print!("{}", text(&report, &source));
@@ -406,6 +407,7 @@ fn build_report(
     source: &str,
 ) -> Value {
     let mut r = json!({
+        "type": "profile",
         "kernel": name,
         "file": a.file.display().to_string(),
         "target": a.target.to_string(),
