@@ -373,3 +373,46 @@ fn profile_refuses_a_kept_dump_over_an_existing_path_and_an_unknown_target() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("xent_bwd"), "{}", stderr(&o));
 }
+
+#[test]
+fn profile_counts_the_work_on_the_given_inputs() {
+    if !have_libtpu() {
+        return;
+    }
+    let tmp = TempDir::new("profile-in");
+    let o = pkc(
+        tmp.path(),
+        &[
+            "profile",
+            "tests/tune/paged.pk",
+            "--in",
+            "lengths=tests/tune/lengths_short.npy",
+            "--in",
+            "page_indices=tests/tune/page_indices.npy",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+    // Lengths [20, 0, 37] in pages of 8 tokens: 3 + 0 + 5 pages, keys and
+    // values, f32[8, 128] each (4096 bytes): 65536 bytes of DMA; the query
+    // and output blocks, f32[2, 128] = 1024 bytes, once per step; 3 steps.
+    assert_eq!(r["steps"].as_u64(), Some(3));
+    let per_step = (65536.0 + 2.0 * 3.0 * 1024.0) / 3.0;
+    assert!(
+        (r["step"]["dma_bytes"].as_f64().unwrap() - per_step).abs() < 1e-9,
+        "{r}"
+    );
+    // An input the kernel does not have is refused.
+    let o = pkc(
+        tmp.path(),
+        &[
+            "profile",
+            "tests/tune/paged.pk",
+            "--in",
+            "nope=tests/tune/lengths_short.npy",
+        ],
+    );
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("PK"), "{}", stderr(&o));
+}
