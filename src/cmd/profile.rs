@@ -437,7 +437,19 @@ fn build_report(
     let steps = w.steps.max(1) as f64;
     let step_bundles = main.map_or(s.bundles, |m| m.bundles);
     let compute_s = step_bundles as f64 / clock;
-    let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / g.hbm_bytes_per_s;
+    // As the schedule model: the TensorCores of a megacore device share
+    // the parallel steps and the HBM bandwidth, unless the grid's loop
+    // states that one core runs every step.
+    let one_core_runs_all = main
+        .and_then(|m| m.trips)
+        .is_some_and(|t| t >= w.steps.max(1));
+    let cores_used = if w.parallel_steps >= g.cores as u64 && !one_core_runs_all {
+        g.cores as f64
+    } else {
+        1.0
+    };
+    let bw = g.hbm_bytes_per_s / cores_used;
+    let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
     let step_s = compute_s.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S;
     let units: Vec<Value> = s
         .units
@@ -532,17 +544,18 @@ fn build_report(
         Some(Err(why)) => r["attribution"] = json!({"error": why}),
         None => r["attribution"] = json!({"error": "not captured"}),
     }
-    r["timeline"] = timeline(w, g, compute_s, copy_s);
+    r["step"]["cores"] = json!(cores_used);
+    r["timeline"] = timeline(w, bw, compute_s, copy_s);
     r
 }
 
 /// The first grid steps of one core as the schedule model runs them: the
 /// first blocks' copies, then each step's compute beside the next step's
-/// copies, then the fixed overhead. Microseconds.
-fn timeline(w: &work::Work, g: &Generation, compute_s: f64, copy_s: f64) -> Value {
+/// copies (the average step's), then the fixed overhead. Microseconds.
+fn timeline(w: &work::Work, bw: f64, compute_s: f64, copy_s: f64) -> Value {
     let us = 1e6;
     let mut ev = Vec::new();
-    let first = w.first_in_bytes as f64 / g.hbm_bytes_per_s;
+    let first = w.first_in_bytes as f64 / bw;
     ev.push(json!({"track": "DMA", "name": "first blocks in", "step": -1, "start_us": 0.0, "dur_us": first * us}));
     let mut t = first;
     let n = w.steps.clamp(1, 8);
