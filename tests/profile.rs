@@ -225,8 +225,64 @@ fn profile_figures_agree_with_libtpus_dump_and_render() {
         .unwrap();
     assert!((got - expect).abs() < 1e-9, "{got} {expect}");
 
-    // JSON: numbers as numbers.
+    // JSON: the documented fields, numbers as numbers.
     assert_eq!(r["type"], "profile");
+    let classes = ["MXU", "VPU", "EUP", "XLU", "load/store", "DMA", "scalar"];
+    let is_row = |v: &Value| {
+        v["bundles"].is_u64()
+            && v["share"].is_number()
+            && v["inferred_ops"].is_u64()
+            && classes.iter().all(|c| v["ops"][c].is_u64())
+            && v["ops"].as_object().unwrap().len() == classes.len()
+    };
+    for l in r["lines"].as_array().unwrap() {
+        assert!(is_row(l), "{l}");
+        assert!(l["file"].is_string() && l["text"].is_string(), "{l}");
+        assert!(l["kernel_file"].is_boolean() && l["line"].is_u64(), "{l}");
+    }
+    let other = r["other"].as_object().unwrap();
+    let mut keys: Vec<&str> = other.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["dma", "empty", "scalar", "vector"]);
+    assert!(other.values().all(is_row));
+    for k in ["ops", "attributed_ops", "stated_ops", "inferred_ops"] {
+        assert!(r["attribution"][k].is_u64(), "{k}");
+    }
+    assert_eq!(
+        r["attribution"]["attributed_ops"].as_u64(),
+        Some(
+            r["attribution"]["stated_ops"].as_u64().unwrap()
+                + r["attribution"]["inferred_ops"].as_u64().unwrap()
+        )
+    );
+    for k in [
+        "bundles",
+        "outside_bundles",
+        "program_bundles",
+        "clock_hz",
+        "compute_seconds",
+        "dma_seconds",
+        "overhead_seconds",
+        "seconds",
+        "dma_bytes",
+        "cores",
+    ] {
+        assert!(r["step"][k].is_number(), "step.{k}");
+    }
+    for u in r["step"]["units"].as_array().unwrap() {
+        assert!(u["unit"].is_string() && u["class"].is_string(), "{u}");
+        assert!(
+            u["capacity"].is_u64() && u["utilization"].is_number(),
+            "{u}"
+        );
+    }
+    for e in r["timeline"].as_array().unwrap() {
+        assert!(["compute", "DMA", "overhead"].contains(&e["track"].as_str().unwrap()));
+        assert!(e["start_us"].is_number() && e["dur_us"].is_number() && e["step"].is_i64());
+    }
+    for k in ["seconds", "roofline_fraction"] {
+        assert!(r["roofline_model"][k].is_number(), "{k}");
+    }
     assert_eq!(r["params"]["M"].as_i64(), Some(256));
     assert_eq!(r["params"]["T"].as_str(), Some("bf16"));
     assert_eq!(r["steps"].as_u64(), Some(8));
