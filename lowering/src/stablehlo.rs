@@ -143,6 +143,16 @@ pub struct CustomCall {
     /// element of an operand and passed to the custom call ahead of the
     /// operands, as Pallas passes its dynamic grid bounds.
     pub dynamic_grid: Vec<DynamicBound>,
+    /// The kernel talks to other devices (remote copies, signals, a
+    /// barrier): `"has_communication": true` in the backend config, as
+    /// Pallas writes it.
+    pub has_communication: bool,
+    /// The collective id of the kernel's barrier semaphore.
+    pub collective_id: Option<u64>,
+    /// `Some(n)`: the module is one SPMD program of `n` partitions, each
+    /// running the call on its own shard (JAX's `shard_map`): arguments,
+    /// call and results are manually sharded, `mhlo.num_partitions = n`.
+    pub spmd_partitions: Option<u32>,
 }
 
 /// One dynamic grid bound: element `index` of operand `operand` (an `i32`
@@ -364,6 +374,10 @@ pub fn backend_config_json(call: &CustomCall) -> String {
     #[derive(Serialize)]
     struct CustomCallConfig<'a> {
         body: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        has_communication: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        collective_id: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_estimate: Option<CostEstimate>,
         serialization_format: u32,
@@ -382,6 +396,8 @@ pub fn backend_config_json(call: &CustomCall) -> String {
     let config = Config {
         custom_call_config: CustomCallConfig {
             body: &body,
+            has_communication: call.has_communication,
+            collective_id: call.collective_id,
             cost_estimate: call.cost,
             serialization_format: 1,
             needs_layout_passes: true,

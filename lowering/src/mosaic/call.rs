@@ -81,5 +81,8 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
         metadata_json: String::new(),
         has_side_effect: false,
         dynamic_grid,
+        has_communication: kernel.communicates(),
+        collective_id: kernel.collective_id,
+        spmd_partitions: None,
     }
 }
