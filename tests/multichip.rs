@@ -156,3 +156,48 @@ fn a_kernel_that_does_not_communicate_says_nothing_of_it() {
     assert!(!json.contains("has_communication"), "{json}");
     assert!(!json.contains("collective_id"), "{json}");
 }
+
+/// The library's collectives compile with libtpu, as one SPMD program of
+/// the 4 devices of each generation's 2x2 (2x2x1) slice.
+#[test]
+fn collectives_compile_for_multi_chip_topologies_of_every_generation() {
+    if !common::have_libtpu() {
+        return;
+    }
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let plugin = pk_runtime::pjrt::Plugin::load(None).expect("libtpu loads");
+    for (file, params) in [
+        ("kernels/ppermute.pk", vec![("n", "4"), ("shift", "1")]),
+        ("kernels/all_gather.pk", vec![("n", "4"), ("M", "1024")]),
+    ] {
+        let src = std::fs::read_to_string(common::root().join(file)).unwrap();
+        let opts = Options {
+            specialise: true,
+            params: params
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            ..Options::default()
+        };
+        let m = compile_source(file, &src, &opts)
+            .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        let k = &m.kernels[0];
+        let mosaic = pk_lowering::mosaic::lower(&m, k, &Default::default()).expect("lowers");
+        let call = pk_lowering::mosaic::custom_call(k, &mosaic);
+        assert_eq!(call.spmd_partitions, Some(4));
+        let text = pk_lowering::stablehlo::custom_call_module(&call).expect("wraps");
+        assert!(text.starts_with(&format!(
+            "module @jit_{} attributes {{mhlo.num_partitions = 4 : i32",
+            k.name
+        )));
+        assert_eq!(pk_runtime::pjrt::module_partitions(&text), 4);
+        assert_eq!(text.matches("mhlo.sharding = \"{manual}\"").count(), 3);
+        for &t in pk_runtime::pjrt::TpuTarget::all() {
+            let c = plugin
+                .compile(t, &text)
+                .unwrap_or_else(|e| panic!("{file} on {t}: {e}"));
+            assert!(c.generated_code_bytes > 0, "{file} on {t}");
+            eprintln!("{file} {t}: {} bytes of TPU code", c.generated_code_bytes);
+        }
+    }
+}

@@ -83,6 +83,9 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
         dynamic_grid,
         has_communication: kernel.communicates(),
         collective_id: kernel.collective_id,
-        spmd_partitions: None,
+        // A kernel on a mesh is one SPMD program of its devices.
+        spmd_partitions: (!kernel.mesh.is_empty())
+            .then(|| kernel.devices().map(|n| n.min(u64::from(u32::MAX)) as u32))
+            .flatten(),
     }
 }
