@@ -201,3 +201,34 @@ fn collectives_compile_for_multi_chip_topologies_of_every_generation() {
         }
     }
 }
+
+/// A mesh larger than the 4-device slice is refused before libtpu sees
+/// it, with a code and what to do, and no package is written.
+#[test]
+fn a_mesh_larger_than_the_slice_is_refused_for_aot() {
+    if !common::have_libtpu() {
+        return;
+    }
+    let dir = common::TempDir::new("multichip-aot");
+    let out = dir.path().join("pkg");
+    let o = common::pkc(&[
+        "build",
+        "kernels/ppermute.pk",
+        "-p",
+        "n=8",
+        "--aot",
+        "-t",
+        "v5e",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = common::stderr(&o);
+    assert_ne!(common::code(&o), 0, "{err}");
+    assert!(
+        common::codes_in(&err).contains(&"PK2007".to_string()),
+        "{err}"
+    );
+    assert!(err.contains("the kernel's mesh has 8 devices"), "{err}");
+    assert!(err.contains("v5e:2x2) has 4"), "{err}");
+    assert!(!out.join("ppermute-n8").exists());
+}
