@@ -232,3 +232,39 @@ fn a_mesh_larger_than_the_slice_is_refused_for_aot() {
     assert!(err.contains("v5e:2x2) has 4"), "{err}");
     assert!(!out.join("ppermute-n8").exists());
 }
+
+/// The CPU reference refuses a communicating kernel with a code, at the
+/// `mesh` clause, and writes no output.
+#[test]
+fn the_cpu_reference_refuses_a_kernel_across_devices() {
+    let dir = common::TempDir::new("multichip-run");
+    let x = dir.path().join("x.npy");
+    // A 1-D f32 .npy of 8 * 128 ones, written by hand: header then data.
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 128), }";
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(h.as_bytes());
+    for _ in 0..8 * 128 {
+        bytes.extend_from_slice(&1.0f32.to_le_bytes());
+    }
+    std::fs::write(&x, bytes).unwrap();
+    let y = dir.path().join("y.npy");
+    let o = common::pkc(&[
+        "run",
+        "kernels/ppermute.pk",
+        "--in",
+        &format!("x={}", x.display()),
+        "--out",
+        &format!("y={}", y.display()),
+    ]);
+    let err = common::stderr(&o);
+    assert_ne!(common::code(&o), 0, "{err}");
+    assert_eq!(common::codes_in(&err), ["PK1021"], "{err}");
+    assert!(err.contains("kernels/ppermute.pk:21:1"), "{err}");
+    assert!(!y.exists());
+}

@@ -33,6 +33,8 @@ pub(super) struct KernelCx<'a> {
     pub grid_dynamic: Vec<Option<(ir::RefId, Vec<u64>)>>,
     /// The mesh axes (`mesh (..)`), for the body and the index maps.
     pub mesh: Vec<ir::MeshAxis>,
+    /// The `mesh (..)` clause's span.
+    pub mesh_span: Span,
 }
 
 /// The clauses of a kernel, gathered (`grid`, `prefetch`, `scratch` may be
@@ -48,6 +50,8 @@ pub(super) struct Clauses<'a> {
     /// `where COND` constraints, with their spans.
     pub wheres: Vec<(&'a ast::Expr, Span)>,
     pub mesh: Vec<&'a ast::MeshAxisDecl>,
+    /// The `mesh (..)` clause, where the device's coordinates are read.
+    pub mesh_span: Option<Span>,
     pub collective_id: Option<(&'a ast::Expr, Span)>,
 }
 
@@ -62,6 +66,7 @@ impl<'a> KernelCx<'a> {
             grid_extents: Vec::new(),
             grid_dynamic: Vec::new(),
             mesh: Vec::new(),
+            mesh_span: Span::default(),
         }
     }
 
@@ -270,6 +275,7 @@ impl<'a> KernelCx<'a> {
                 }
                 Clause::Mesh(axes, s) => {
                     out.mesh.extend(axes.iter());
+                    out.mesh_span = Some(*s);
                     ("mesh", *s)
                 }
                 Clause::CollectiveId(e, s) => {
@@ -497,7 +503,7 @@ impl<'a> KernelCx<'a> {
         let mut b = Builder::index_map(ck, self.m, &self.refs, &self.bindings, grid_names);
         b.grid_extents = self.grid_extents.clone();
         b.grid_dynamic = self.grid_dynamic.clone();
-        b.bind_mesh(&self.mesh, pspan);
+        b.bind_mesh(&self.mesh, self.mesh_span);
         let f = b.index_map_func(index_map, shape.len());
         let ref_shape: Vec<Dim> = bd
             .iter()

@@ -150,6 +150,7 @@ pub fn check_kernel(
         return None;
     }
     cx.mesh(ck, &clauses.mesh);
+    cx.mesh_span = clauses.mesh_span.unwrap_or(decl.span);
     let collective_id = cx.collective_id(ck, clauses.collective_id, &clauses.scratch);
     let (mut grid, ragged) = cx.grid(ck, &clauses.grid, &clauses.prefetch);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
@@ -184,7 +185,7 @@ pub fn check_kernel(
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
         b.grid_extents = cx.grid_extents.clone();
         b.grid_dynamic = cx.grid_dynamic.clone();
-        b.bind_mesh(&cx.mesh, decl.span);
+        b.bind_mesh(&cx.mesh, cx.mesh_span);
         b.kernel_body(&decl.body);
         b.finish_with_refs()
     };

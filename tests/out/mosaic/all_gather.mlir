@@ -3,11 +3,11 @@ module attributes {stable_mosaic.version = 11 : i64} {
   "stable_mosaic.func.func"() ({
   ^bb0(%arg0: memref<8x128xf32, #tpu.memory_space<any>>, %arg1: memref<4x8x128xf32, #tpu.memory_space<any>>, %arg2: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>, %arg3: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>, %arg4: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>):
     %0 = "stable_mosaic.tpu.sem_barrier"() : () -> memref<!tpu.semaphore, #tpu.memory_space<semaphore_mem>> loc("kernels/all_gather.pk":13:1)
-    %1 = "stable_mosaic.tpu.device_id"() : () -> i32 loc("kernels/all_gather.pk":13:1)
-    %2 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/all_gather.pk":13:1)
-    %3 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/all_gather.pk":13:1)
-    %4 = "stable_mosaic.arith.divsi"(%1, %2) : (i32, i32) -> i32 loc("kernels/all_gather.pk":13:1)
-    %5 = "stable_mosaic.arith.remsi"(%4, %3) : (i32, i32) -> i32 loc("kernels/all_gather.pk":13:1)
+    %1 = "stable_mosaic.tpu.device_id"() : () -> i32 loc("kernels/all_gather.pk":28:1)
+    %2 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/all_gather.pk":28:1)
+    %3 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/all_gather.pk":28:1)
+    %4 = "stable_mosaic.arith.divsi"(%1, %2) : (i32, i32) -> i32 loc("kernels/all_gather.pk":28:1)
+    %5 = "stable_mosaic.arith.remsi"(%4, %3) : (i32, i32) -> i32 loc("kernels/all_gather.pk":28:1)
     %6 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/all_gather.pk":32:32)
     %7 = "stable_mosaic.arith.addi"(%5, %6) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("kernels/all_gather.pk":32:27)
     %8 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/all_gather.pk":32:37)

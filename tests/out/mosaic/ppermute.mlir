@@ -2,11 +2,11 @@
 module attributes {stable_mosaic.version = 11 : i64} {
   "stable_mosaic.func.func"() ({
   ^bb0(%arg0: memref<8x128xf32, #tpu.memory_space<any>>, %arg1: memref<8x128xf32, #tpu.memory_space<any>>, %arg2: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>, %arg3: memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>):
-    %0 = "stable_mosaic.tpu.device_id"() : () -> i32 loc("kernels/ppermute.pk":6:1)
-    %1 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/ppermute.pk":6:1)
-    %2 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/ppermute.pk":6:1)
-    %3 = "stable_mosaic.arith.divsi"(%0, %1) : (i32, i32) -> i32 loc("kernels/ppermute.pk":6:1)
-    %4 = "stable_mosaic.arith.remsi"(%3, %2) : (i32, i32) -> i32 loc("kernels/ppermute.pk":6:1)
+    %0 = "stable_mosaic.tpu.device_id"() : () -> i32 loc("kernels/ppermute.pk":21:1)
+    %1 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/ppermute.pk":21:1)
+    %2 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/ppermute.pk":21:1)
+    %3 = "stable_mosaic.arith.divsi"(%0, %1) : (i32, i32) -> i32 loc("kernels/ppermute.pk":21:1)
+    %4 = "stable_mosaic.arith.remsi"(%3, %2) : (i32, i32) -> i32 loc("kernels/ppermute.pk":21:1)
     %5 = "stable_mosaic.arith.constant"() {value = 1 : i32} : () -> i32 loc("kernels/ppermute.pk":25:31)
     %6 = "stable_mosaic.arith.addi"(%4, %5) {overflowFlags = #arith.overflow<none>} : (i32, i32) -> i32 loc("kernels/ppermute.pk":25:26)
     %7 = "stable_mosaic.arith.constant"() {value = 4 : i32} : () -> i32 loc("kernels/ppermute.pk":25:40)
