@@ -239,10 +239,10 @@ fn a_mesh_larger_than_the_slice_is_refused_for_aot() {
 fn the_cpu_reference_refuses_a_kernel_across_devices() {
     let dir = common::TempDir::new("multichip-run");
     let x = dir.path().join("x.npy");
-    // A 1-D f32 .npy of 8 * 128 ones, written by hand: header then data.
+    // An f32 [8, 128] .npy of ones, written by hand: header then data.
     let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 128), }";
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');
