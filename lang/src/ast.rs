@@ -303,6 +303,12 @@ pub enum Clause {
     Prefetch(Vec<PrefetchDecl>, Span),
     Scratch(Vec<ScratchDecl>, Span),
     VmemLimit(Expr, Span),
+    /// `mesh (x in 2, y in ny)`: the kernel runs once per device of a
+    /// mesh of these named axes (row-major device ids).
+    Mesh(Vec<MeshAxisDecl>, Span),
+    /// `collective_id c`: the id of the kernel's collective, which gives it
+    /// a barrier semaphore (`barrier_sem`).
+    CollectiveId(Expr, Span),
     Assert(StaticAssert),
     /// `where COND`: a constraint between (tunable) parameters; a
     /// configuration that breaks it is not a configuration of the kernel.
@@ -328,6 +334,14 @@ pub struct GridDim {
     /// meant to be read at run time.
     pub bound: Option<Expr>,
     pub semantics: Semantics,
+    pub span: Span,
+}
+
+/// `x in 4`: a mesh axis and its size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshAxisDecl {
+    pub name: Ident,
+    pub size: Expr,
     pub span: Span,
 }
 
@@ -382,6 +396,12 @@ pub enum ScratchKind {
     DmaSem {
         dims: Vec<Expr>,
     },
+    /// `sem[N]`: plain semaphores, signalled and waited by count.
+    Sem {
+        dims: Vec<Expr>,
+    },
+    /// `barrier_sem`: the barrier semaphore of the kernel's collective.
+    BarrierSem,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -64,11 +64,13 @@ pub fn too_deep(m: &Module) -> Option<Span> {
                         }),
                         Clause::Prefetch(p, _) => p.iter().for_each(|d| w.exprs(&d.dims)),
                         Clause::Scratch(s, _) => s.iter().for_each(|d| match &d.kind {
-                            ScratchKind::Buffer { dims, .. } | ScratchKind::DmaSem { dims } => {
-                                w.exprs(dims)
-                            }
+                            ScratchKind::Buffer { dims, .. }
+                            | ScratchKind::DmaSem { dims }
+                            | ScratchKind::Sem { dims } => w.exprs(dims),
+                            ScratchKind::BarrierSem => {}
                         }),
-                        Clause::VmemLimit(e, _) => w.expr(e, 0),
+                        Clause::Mesh(axes, _) => axes.iter().for_each(|a| w.expr(&a.size, 0)),
+                        Clause::VmemLimit(e, _) | Clause::CollectiveId(e, _) => w.expr(e, 0),
                         Clause::Assert(a) => w.expr(&a.cond, 0),
                         Clause::Where(e, _) => w.expr(e, 0),
                     }

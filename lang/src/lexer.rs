@@ -172,6 +172,12 @@ pub enum Tok {
     Any,
     #[token("dma_sem")]
     DmaSem,
+    #[token("barrier_sem")]
+    BarrierSem,
+    #[token("mesh")]
+    Mesh,
+    #[token("collective_id")]
+    CollectiveId,
     #[token("dtype")]
     Dtype,
     #[token("vmem_limit")]
@@ -317,6 +323,9 @@ impl Tok {
             Tok::Smem => "smem",
             Tok::Any => "any",
             Tok::DmaSem => "dma_sem",
+            Tok::BarrierSem => "barrier_sem",
+            Tok::Mesh => "mesh",
+            Tok::CollectiveId => "collective_id",
             Tok::Dtype => "dtype",
             Tok::VmemLimit => "vmem_limit",
             Tok::True => "true",

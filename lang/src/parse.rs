@@ -25,6 +25,8 @@ pub enum GrammarError {
     BadCandidates(Span),
     /// A clause keyword that is not one (`wher bk > 0`).
     BadClause(Span),
+    /// A scratch kind that is not one (`buf: vmme f32[8, 128]`).
+    BadScratchKind(Span),
 }
 
 type Action<T> = Result<T, ParseError<usize, Tok, GrammarError>>;
@@ -314,6 +316,15 @@ fn parse_error(file: FileId, text: &str, e: ParseError<usize, Tok, GrammarError>
         )
         .label("unknown parameter kind")
         .help("write `bm: int = 128` (or just `bm = 128`), `scale: float = 0.125`, `causal: bool = true` or `T: dtype = bf16`"),
+        ParseError::User {
+            error: GrammarError::BadScratchKind(span),
+        } => Diag::new(
+            &codes::UNEXPECTED_TOKEN,
+            "a scratch buffer is in `vmem` or `smem`, or is a semaphore",
+            span,
+        )
+        .label("unknown scratch kind")
+        .help("write `acc: vmem f32[8, 128]`, `n: smem i32[1]`, `d: dma_sem[2]`, `s: sem[2]` or `b: barrier_sem`"),
         ParseError::User {
             error: GrammarError::BadCandidates(span),
         } => Diag::new(

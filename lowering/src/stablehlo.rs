@@ -143,6 +143,16 @@ pub struct CustomCall {
     /// element of an operand and passed to the custom call ahead of the
     /// operands, as Pallas passes its dynamic grid bounds.
     pub dynamic_grid: Vec<DynamicBound>,
+    /// The kernel talks to other devices (remote copies, signals, a
+    /// barrier): `"has_communication": true` in the backend config, as
+    /// Pallas writes it.
+    pub has_communication: bool,
+    /// The collective id of the kernel's barrier semaphore.
+    pub collective_id: Option<u64>,
+    /// `Some(n)`: the module is one SPMD program of `n` partitions, each
+    /// running the call on its own shard (JAX's `shard_map`): arguments,
+    /// call and results are manually sharded, `mhlo.num_partitions = n`.
+    pub spmd_partitions: Option<u32>,
 }
 
 /// One dynamic grid bound: element `index` of operand `operand` (an `i32`
@@ -195,11 +205,21 @@ pub enum StableHloError {
 pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
     validate(call)?;
     let metadata = compact_metadata(&call.metadata_json)?;
+    // An SPMD program of a kernel across devices: every value is the
+    // device's own shard (manually sharded, as inside `shard_map`).
+    let manual = if call.spmd_partitions.is_some() {
+        ", mhlo.sharding = \"{manual}\""
+    } else {
+        ""
+    };
     let args: Vec<String> = call
         .operands
         .iter()
         .enumerate()
-        .map(|(i, t)| format!("%arg{i}: {t}"))
+        .map(|(i, t)| match manual {
+            "" => format!("%arg{i}: {t}"),
+            _ => format!("%arg{i}: {t} {{mhlo.sharding = \"{{manual}}\"}}"),
+        })
         .collect();
     // Dynamic grid bounds go first, as scalar `i32` tensors.
     let bound_ty = TensorType::new(Vec::new(), ElemType::I32);
@@ -220,7 +240,7 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
         // One result: `main` calls it "result", as JAX does for a jitted
         // function returning one array, and the op's value is `%0`.
         [only] => (
-            format!("({only} {{jax.result_info = \"result\"}})"),
+            format!("({only} {{jax.result_info = \"result\"{manual}}})"),
             "%0".to_string(),
             "%0".to_string(),
             only.clone(),
@@ -231,7 +251,7 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
             let infos: Vec<String> = many
                 .iter()
                 .enumerate()
-                .map(|(i, t)| format!("{t} {{jax.result_info = \"result[{i}]\"}}"))
+                .map(|(i, t)| format!("{t} {{jax.result_info = \"result[{i}]\"{manual}}}"))
                 .collect();
             let uses: Vec<String> = (0..many.len()).map(|i| format!("%0#{i}")).collect();
             (
@@ -247,8 +267,9 @@ pub fn custom_call_module(call: &CustomCall) -> Result<String, StableHloError> {
     // Writing to a `String` cannot fail, so the `fmt::Result`s are dropped.
     let _ = writeln!(
         out,
-        "module @{} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{",
-        symbol_name(&format!("jit_{}", call.kernel_name))
+        "module @{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} {{",
+        symbol_name(&format!("jit_{}", call.kernel_name)),
+        call.spmd_partitions.unwrap_or(1)
     );
     let _ = writeln!(
         out,
@@ -308,6 +329,9 @@ fn custom_call_attributes(call: &CustomCall, metadata: &str) -> String {
         "mhlo.frontend_attributes = {{kernel_metadata = \"{}\"}}",
         escape_mlir_string(metadata)
     ));
+    if call.spmd_partitions.is_some() {
+        attrs.push("mhlo.sharding = \"{manual}\"".to_string());
+    }
     let bounds = vec![TensorType::new(Vec::new(), ElemType::I32); call.dynamic_grid.len()];
     let operands: Vec<TensorType> = bounds.into_iter().chain(call.operands.clone()).collect();
     attrs.push(format!("operand_layouts = [{}]", layouts(&operands)));
@@ -364,6 +388,10 @@ pub fn backend_config_json(call: &CustomCall) -> String {
     #[derive(Serialize)]
     struct CustomCallConfig<'a> {
         body: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        has_communication: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        collective_id: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_estimate: Option<CostEstimate>,
         serialization_format: u32,
@@ -382,6 +410,8 @@ pub fn backend_config_json(call: &CustomCall) -> String {
     let config = Config {
         custom_call_config: CustomCallConfig {
             body: &body,
+            has_communication: call.has_communication,
+            collective_id: call.collective_id,
             cost_estimate: call.cost,
             serialization_format: 1,
             needs_layout_passes: true,

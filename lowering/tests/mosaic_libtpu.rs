@@ -729,6 +729,9 @@ grid (u in m[0] <= 2 parallel, t in n[1] <= G arbitrary)
     assert!(hlo.contains("@tpu_custom_call(%bound0, %bound1, %arg0, %arg1, %arg2)"));
     let without = stablehlo::custom_call_module(&stablehlo::CustomCall {
         dynamic_grid: Vec::new(),
+        has_communication: false,
+        collective_id: None,
+        spmd_partitions: None,
         ..call.clone()
     })
     .expect("wraps");

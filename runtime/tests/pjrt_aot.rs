@@ -119,6 +119,9 @@ fn add_call(outputs: usize) -> CustomCall {
         metadata_json: String::new(),
         has_side_effect: false,
         dynamic_grid: Vec::new(),
+        has_communication: false,
+        collective_id: None,
+        spmd_partitions: None,
     }
 }
 
@@ -238,6 +241,9 @@ fn custom_call_options_are_accepted_by_libtpu() {
         metadata_json: r#"{"source": "add.pk", "note": "\"quoted\""}"#.to_string(),
         has_side_effect: true,
         dynamic_grid: Vec::new(),
+        has_communication: false,
+        collective_id: None,
+        spmd_partitions: None,
         ..add_call(2)
     };
     let kernel = match plugin.compile(TpuTarget::V6e, &module(&call)) {

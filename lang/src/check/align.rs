@@ -58,6 +58,15 @@ pub fn check(ck: &mut Checker, k: &Kernel) {
         if let OpKind::DmaStart { src, dst, .. } = &op.kind {
             dma_lane_rule(ck, k, id, src, dst);
         }
+        if let OpKind::RemoteDma {
+            phase: crate::ir::RemotePhase::Start,
+            src,
+            dst,
+            ..
+        } = &op.kind
+        {
+            remote_tile_rule(ck, k, id, src, dst);
+        }
         let view = match &op.kind {
             OpKind::Load(v) | OpKind::Store(v, _, _) => v,
             _ => continue,
@@ -133,6 +142,65 @@ fn dma_lane_rule(ck: &mut Checker, k: &Kernel, id: OpId, src: &RefView, dst: &Re
     .note("a DMA moves whole tile columns of 128 lanes in the last dimension")
     .help(DMA_LANES_HELP);
     ck.error(d);
+}
+
+/// Reports a remote copy whose source or destination is not whole tiles
+/// (PK0361): the lane rule of local DMAs, and whole sublane tiles in the
+/// second-minor dimension, where the peer's layout is not this device's
+/// to choose.
+fn remote_tile_rule(ck: &mut Checker, k: &Kernel, id: OpId, src: &RefView, dst: &RefView) {
+    let f = &k.body;
+    let broken = [src, dst].into_iter().find_map(|v| {
+        dma_lanes(f, k, v)
+            .or_else(|| remote_rows(f, k, v))
+            .map(|why| (v, why))
+    });
+    let Some((view, why)) = broken else {
+        return;
+    };
+    let name = &k.refs[view.target].name;
+    ck.error(
+        Diag::new(
+            &codes::REMOTE_WINDOW,
+            format!("the remote copy window of `{name}` is not whole tiles"),
+            f.span(id),
+        )
+        .label(why)
+        .note("a remote copy moves whole (sublane, 128-lane) tiles between devices")
+        .help("copy whole last two dimensions, or windows that start and end on tile boundaries (`multiple_of(j, 8)`)"),
+    );
+}
+
+/// Why the second-minor dimension of a remote window is not whole sublane
+/// tiles, if it is not.
+fn remote_rows(f: &Func, k: &Kernel, view: &RefView) -> Option<String> {
+    let t = &k.refs[view.target].ty;
+    let rank = view.index.len();
+    if rank < 2 {
+        return None;
+    }
+    let n = t.shape[rank - 2].get();
+    let rows = 8 * 32 / t.dtype.bits().max(1) as u64;
+    let (start, size) = match view.index[rank - 2] {
+        Slice::Index(st) => (st, 1),
+        Slice::Range { start, size } => (start, size),
+        Slice::Strided { .. } => return None,
+    };
+    if matches!(start, Start::Const(0)) && size == n {
+        return None;
+    }
+    if size % rows != 0 {
+        return Some(format!(
+            "{size} of the {n} rows of the second-minor dimension (tiles of {rows})"
+        ));
+    }
+    match start {
+        Start::Const(c) if c % rows != 0 => Some(format!("rows from {c}, inside a tile of {rows}")),
+        Start::Dyn(v) if !multiple(f, v, rows) => Some(format!(
+            "a run-time first row, not provably a multiple of {rows}"
+        )),
+        _ => None,
+    }
 }
 
 /// Why a DMA window breaks the lane rule, if it does.

@@ -55,6 +55,9 @@ pub struct Builder<'c, 'p> {
     /// For each dynamic grid axis, the prefetch ref and element its extent
     /// is read from: `num_programs` on that axis loads it.
     pub grid_dynamic: Vec<Option<(RefId, Vec<u64>)>>,
+    /// The kernel's mesh, for `device_id(..)`, `mesh_size` and the checks
+    /// of device ids.
+    pub mesh: Vec<crate::ir::MeshAxis>,
 }
 
 impl<'c, 'p> Builder<'c, 'p> {
@@ -85,6 +88,49 @@ impl<'c, 'p> Builder<'c, 'p> {
             mode,
             grid_extents: Vec::new(),
             grid_dynamic: Vec::new(),
+            mesh: Vec::new(),
+        }
+    }
+
+    /// Binds each mesh axis name to this device's coordinate along it,
+    /// `(device_id / stride) % size` with row-major strides (Pallas'
+    /// `lax.axis_index` over a mesh), computed at the start of the block.
+    pub fn bind_mesh(&mut self, mesh: &[crate::ir::MeshAxis], span: Span) {
+        self.mesh = mesh.to_vec();
+        if mesh.is_empty() || self.mode == Mode::Const {
+            return;
+        }
+        let i32t = Type::Scalar(DType::I32);
+        let Some(id) = self.emit_v(OpKind::DeviceId, i32t.clone(), span) else {
+            return;
+        };
+        for (i, a) in mesh.iter().enumerate() {
+            let stride: i64 = mesh[i + 1..]
+                .iter()
+                .map(|b| self.int_value(&b.size).max(1))
+                .product();
+            let size = self.int_value(&a.size).max(1);
+            let (Some(st), Some(sz)) = (
+                self.literal(Literal::Int(stride), i32t.clone(), span),
+                self.literal(Literal::Int(size), i32t.clone(), span),
+            ) else {
+                return;
+            };
+            let Some(q) = self.emit_v(
+                OpKind::Binary(crate::ir::BinaryOp::Div, id, st),
+                i32t.clone(),
+                span,
+            ) else {
+                return;
+            };
+            let Some(c) = self.emit_v(
+                OpKind::Binary(crate::ir::BinaryOp::Rem, q, sz),
+                i32t.clone(),
+                span,
+            ) else {
+                return;
+            };
+            self.scopes[0].insert(a.name.clone(), Binding::Val(Val::V(c)));
         }
     }
 

@@ -31,6 +31,10 @@ pub(super) struct KernelCx<'a> {
     /// operands exist, before the first index map is built).
     pub grid_extents: Vec<Dim>,
     pub grid_dynamic: Vec<Option<(ir::RefId, Vec<u64>)>>,
+    /// The mesh axes (`mesh (..)`), for the body and the index maps.
+    pub mesh: Vec<ir::MeshAxis>,
+    /// The `mesh (..)` clause's span.
+    pub mesh_span: Span,
 }
 
 /// The clauses of a kernel, gathered (`grid`, `prefetch`, `scratch` may be
@@ -45,6 +49,10 @@ pub(super) struct Clauses<'a> {
     pub asserts: Vec<&'a ast::StaticAssert>,
     /// `where COND` constraints, with their spans.
     pub wheres: Vec<(&'a ast::Expr, Span)>,
+    pub mesh: Vec<&'a ast::MeshAxisDecl>,
+    /// The `mesh (..)` clause, where the device's coordinates are read.
+    pub mesh_span: Option<Span>,
+    pub collective_id: Option<(&'a ast::Expr, Span)>,
 }
 
 impl<'a> KernelCx<'a> {
@@ -57,6 +65,8 @@ impl<'a> KernelCx<'a> {
             seen: HashMap::new(),
             grid_extents: Vec::new(),
             grid_dynamic: Vec::new(),
+            mesh: Vec::new(),
+            mesh_span: Span::default(),
         }
     }
 
@@ -262,6 +272,15 @@ impl<'a> KernelCx<'a> {
                 Clause::VmemLimit(e, s) => {
                     out.vmem_limit = Some(e);
                     ("vmem_limit", *s)
+                }
+                Clause::Mesh(axes, s) => {
+                    out.mesh.extend(axes.iter());
+                    out.mesh_span = Some(*s);
+                    ("mesh", *s)
+                }
+                Clause::CollectiveId(e, s) => {
+                    out.collective_id = Some((e, *s));
+                    ("collective_id", *s)
                 }
                 // Any number of assertions may be given.
                 Clause::Assert(a) => {
@@ -484,6 +503,7 @@ impl<'a> KernelCx<'a> {
         let mut b = Builder::index_map(ck, self.m, &self.refs, &self.bindings, grid_names);
         b.grid_extents = self.grid_extents.clone();
         b.grid_dynamic = self.grid_dynamic.clone();
+        b.bind_mesh(&self.mesh, self.mesh_span);
         let f = b.index_map_func(index_map, shape.len());
         let ref_shape: Vec<Dim> = bd
             .iter()
@@ -579,6 +599,8 @@ impl<'a> KernelCx<'a> {
                 ast::ScratchKind::DmaSem { dims } => {
                     (Space::Semaphore, ir::DType::I32, dims.as_slice())
                 }
+                ast::ScratchKind::Sem { dims } => (Space::Sem, ir::DType::I32, dims.as_slice()),
+                ast::ScratchKind::BarrierSem => (Space::Barrier, ir::DType::I32, &[][..]),
             };
             let mut shape: Vec<Dim> = {
                 let mut b = self.constant(ck);
@@ -589,7 +611,9 @@ impl<'a> KernelCx<'a> {
                     })
                     .collect()
             };
-            if shape.is_empty() {
+            // A barrier semaphore is one semaphore of rank 0, as Mosaic's
+            // `tpu.sem_barrier` gives it.
+            if shape.is_empty() && space != Space::Barrier {
                 shape.push(Dim::Known(1));
             }
             if space == Space::Any {
@@ -621,6 +645,109 @@ impl<'a> KernelCx<'a> {
             });
         }
         scratch
+    }
+
+    /// The mesh axes: each name is bound (in the body and index maps) to
+    /// this device's coordinate along it, each size is a positive
+    /// compile-time integer (PK0360).
+    pub fn mesh(&mut self, ck: &mut Checker, axes: &[&ast::MeshAxisDecl]) {
+        for a in axes {
+            self.declare(ck, &a.name);
+            let size = match self.constant(ck).const_expr(&a.size) {
+                Val::Int(d) => match d.known() {
+                    Some(v) if v <= 0 => {
+                        ck.error(
+                            Diag::new(
+                                &codes::MESH,
+                                format!("mesh axis `{}` has {v} devices", a.name.name),
+                                a.size.span,
+                            )
+                            .label(format!("this is {v}"))
+                            .help("a mesh axis has at least one device: `mesh (x in 4)`"),
+                        );
+                        Dim::Known(1)
+                    }
+                    _ => d,
+                },
+                Val::Err => Dim::Known(1),
+                other => {
+                    let d = self.constant(ck).describe(&other);
+                    ck.error(
+                        Diag::new(&codes::MESH, format!("the size of mesh axis `{}` must be a compile-time integer", a.name.name), a.size.span)
+                            .label(format!("this is {d}"))
+                            .help("write the size as a parameter: `kernel k<n: int = 4>(..) mesh (x in n)`"),
+                    );
+                    Dim::Known(1)
+                }
+            };
+            self.mesh.push(ir::MeshAxis {
+                name: a.name.name.clone(),
+                size,
+            });
+        }
+    }
+
+    /// The collective id (`collective_id c`): a compile-time integer in
+    /// `0..2^31` (PK0364); and a barrier semaphore only with one.
+    pub fn collective_id(
+        &mut self,
+        ck: &mut Checker,
+        clause: Option<(&ast::Expr, Span)>,
+        scratch: &[&ast::ScratchDecl],
+    ) -> Option<u64> {
+        let id = clause.and_then(|(e, _)| match self.constant(ck).const_expr(e) {
+            Val::Int(d) => match d.known() {
+                Some(v) if (0..=i32::MAX as i64).contains(&v) => Some(v as u64),
+                Some(v) => {
+                    ck.error(
+                        Diag::new(&codes::BARRIER, format!("collective id {v} is out of range"), e.span)
+                            .label(format!("this is {v}"))
+                            .help("a collective id is an integer from 0 to 2147483647"),
+                    );
+                    None
+                }
+                // `pkc check` without values: no id yet.
+                None => Some(0),
+            },
+            Val::Err => None,
+            other => {
+                let d = self.constant(ck).describe(&other);
+                ck.error(
+                    Diag::new(&codes::BARRIER, "the collective id must be a compile-time integer", e.span)
+                        .label(format!("this is {d}"))
+                        .help("make it a kernel parameter: `kernel k<cid: int = 0>(..) collective_id cid`"),
+                );
+                None
+            }
+        });
+        if clause.is_none() {
+            for s in scratch {
+                if matches!(s.kind, ast::ScratchKind::BarrierSem) {
+                    ck.error(
+                        Diag::new(&codes::BARRIER, format!("barrier semaphore `{}` without a collective id", s.name.name), s.span)
+                            .label("the TPU gives a barrier semaphore only to a kernel with a collective id")
+                            .help("add `collective_id cid` to the kernel header, with `cid` a kernel parameter"),
+                    );
+                }
+            }
+        }
+        let barriers: Vec<_> = scratch
+            .iter()
+            .filter(|s| matches!(s.kind, ast::ScratchKind::BarrierSem))
+            .collect();
+        if let [first, second, ..] = barriers.as_slice() {
+            ck.error(
+                Diag::new(
+                    &codes::BARRIER,
+                    "a kernel has one barrier semaphore",
+                    second.span,
+                )
+                .label("second barrier semaphore")
+                .with(first.span, "first here")
+                .help("the collective has one barrier; count several phases on it"),
+            );
+        }
+        id
     }
 
     /// The `vmem_limit` clause, in bytes.

@@ -149,6 +149,9 @@ pub fn check_kernel(
         instantiation_notes(ck, &decl.name.name, &params);
         return None;
     }
+    cx.mesh(ck, &clauses.mesh);
+    cx.mesh_span = clauses.mesh_span.unwrap_or(decl.span);
+    let collective_id = cx.collective_id(ck, clauses.collective_id, &clauses.scratch);
     let (mut grid, ragged) = cx.grid(ck, &clauses.grid, &clauses.prefetch);
     let grid_names: Vec<String> = grid.iter().map(|a| a.name.clone()).collect();
     let mut operands = cx.operands(
@@ -171,6 +174,8 @@ pub fn check_kernel(
         refs: cx.refs,
         body: Func::default(),
         vmem_limit,
+        mesh: cx.mesh.clone(),
+        collective_id,
         span: decl.span,
     };
     if !ck.diags[before..].iter().any(|d| d.is_error()) && !ck.skip_tpu_rules {
@@ -180,6 +185,7 @@ pub fn check_kernel(
         let mut b = Builder::body(ck, m, &kernel.refs, &cx.bindings, &grid_names);
         b.grid_extents = cx.grid_extents.clone();
         b.grid_dynamic = cx.grid_dynamic.clone();
+        b.bind_mesh(&cx.mesh, cx.mesh_span);
         b.kernel_body(&decl.body);
         b.finish_with_refs()
     };
@@ -258,7 +264,11 @@ fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
                 .iter()
                 .for_each(|d| add(&d.name, "a scalar-prefetch operand")),
             Clause::Scratch(x, _) => x.iter().for_each(|d| add(&d.name, "a scratch buffer")),
-            Clause::VmemLimit(..) | Clause::Assert(_) | Clause::Where(..) => {}
+            Clause::Mesh(axes, _) => axes.iter().for_each(|a| add(&a.name, "a mesh coordinate")),
+            Clause::VmemLimit(..)
+            | Clause::CollectiveId(..)
+            | Clause::Assert(_)
+            | Clause::Where(..) => {}
         }
     }
     decl.inputs.iter().for_each(|o| add(&o.name, "an input"));

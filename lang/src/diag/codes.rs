@@ -417,6 +417,32 @@ codes! {
         example: "grid (t in x[0] <= 64 arbitrary)   // error: `x` is an input\nprefetch (n: i32[1]) grid (t in n[0] <= 64 arbitrary)",
     }
 
+    MESH = "PK0360" "mesh" {
+        what: "A `mesh (..)` axis whose size is not a positive compile-time integer, or a communicating operation (`device_id`, `mesh_size`, `remote_copy_start`, a remote `sem_signal`) in a kernel without a `mesh` clause.",
+        why: "A kernel that talks to other devices runs once per device of a mesh whose shape is fixed when it is compiled (as JAX's `shard_map` mesh is): device ids, coordinates and the checks of both come from it.",
+        example: "kernel k(x: f32[8, 128]) -> y: f32[8, 128] {\n    let d = device_id();   // error: no mesh\n}\nkernel k<n: int = 4>(x: f32[8, 128]) -> y: f32[8, 128] mesh (d in n) { .. }",
+    }
+    REMOTE_WINDOW = "PK0361" "remote-window" {
+        what: "The windows of a remote copy (`remote_copy_start`, `remote_wait_send`, `remote_wait_recv`) are not refs of the same shape and dtype on both sides, are not whole tiles (the last dimension whole 128-lane columns, the second-minor whole sublane tiles), or are not in VMEM or HBM.",
+        why: "The destination window is named on this device and written on another, so it must be the same window of a buffer every device has; the interconnect moves whole tiles, as local DMAs do (PK0354), and libtpu refuses a remote DMA between unequal or partial tiles.",
+        example: "remote_copy_start(x.at[0..8, 0..64], y.at[0..8, 0..64], send, recv, peer);   // error: 64 lanes\nremote_copy_start(x, y, send, recv, peer);",
+    }
+    SEM_KIND = "PK0362" "semaphore-kind" {
+        what: "A semaphore of the wrong kind for the operation: a plain or barrier semaphore (`sem`, `barrier_sem`) given to a DMA, a DMA semaphore (`dma_sem`) to `sem_signal`/`sem_wait`/`sem_read`, or a data ref where a semaphore is expected.",
+        why: "DMA semaphores count bytes delivered by the DMA engine and are waited on with their copy; plain semaphores count signals. Mosaic types them apart (`!tpu.dma_semaphore`, `!tpu.semaphore`), and mixing them would wait for a count that never comes.",
+        example: "scratch (s: sem, d: dma_sem)\nsem_signal(d, 1);   // error: a DMA semaphore\nsem_signal(s, 1);",
+    }
+    DEVICE_RANGE = "PK0363" "device-range" {
+        what: "A device id (a logical id, or a coordinate given to `device_id(..)`) that is provably outside the mesh: negative, or not below the number of devices (the axis size for a coordinate).",
+        why: "A copy or signal to a device that does not exist hangs or faults the slice; wrap ring neighbours with `%`: `(x + 1) % mesh_size(0)`.",
+        example: "mesh (x in 4)\nremote_copy_start(a, b, s, r, device_id(4));   // error\nremote_copy_start(a, b, s, r, device_id((x + 1) % 4));",
+    }
+    BARRIER = "PK0364" "barrier" {
+        what: "A barrier semaphore (`barrier_sem`) in a kernel without `collective_id`, more than one barrier semaphore, or a collective id that is not a compile-time integer from 0 to 2^31 - 1.",
+        why: "The TPU gives a kernel the barrier semaphore of its collective, named by the collective id in the custom call (Pallas' `collective_id`); without one there is no barrier to use. The id is a kernel parameter so that two collectives of one program can be given different ones.",
+        example: "kernel k<cid: int = 0>(..) scratch (b: barrier_sem)                // error\nkernel k<cid: int = 0>(..) collective_id cid scratch (b: barrier_sem)",
+    }
+
     MISSING_PARAM = "PK0401" "missing-parameter-value" {
         what: "A kernel is specialised without a value for a parameter that has no default.",
         why: "Building or running a kernel needs every shape; pass it with `-p NAME=VALUE`.",

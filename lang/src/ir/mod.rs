@@ -301,6 +301,37 @@ pub enum OpKind {
         dst: RefView,
         sem: RefView,
     },
+    /// This device's logical id on the kernel's mesh (row-major over the
+    /// mesh axes): a scalar i32.
+    DeviceId,
+    /// A copy from the local window `src` to the window `dst` of device
+    /// `device` (a logical id, scalar i32): `Start` begins it, signalling
+    /// `send_sem` here when the source has been read and `recv_sem` on
+    /// `device` when the data has arrived; `WaitSend` waits on `send_sem`
+    /// (the sender), `WaitRecv` on `recv_sem` (the receiver, whose own `dst`
+    /// window the copy wrote). All three name the copy by the same operands.
+    RemoteDma {
+        phase: RemotePhase,
+        src: RefView,
+        dst: RefView,
+        send_sem: RefView,
+        recv_sem: RefView,
+        device: Value,
+    },
+    /// Adds `n` (scalar i32) to the plain or barrier semaphore `sem`, on
+    /// this device or on `device` (a logical id).
+    SemSignal {
+        sem: RefView,
+        n: Value,
+        device: Option<Value>,
+    },
+    /// Blocks until `sem` holds at least `n` (scalar i32), then subtracts it.
+    SemWait {
+        sem: RefView,
+        n: Value,
+    },
+    /// The current value of a semaphore (scalar i32).
+    SemRead(RefView),
     /// Runs `then_block` or `else_block`; each yields the op's results.
     If {
         cond: Value,
@@ -383,6 +414,30 @@ impl OpKind {
                 view(dst, &mut out);
                 view(sem, &mut out);
             }
+            OpKind::DeviceId => {}
+            OpKind::RemoteDma {
+                src,
+                dst,
+                send_sem,
+                recv_sem,
+                device,
+                ..
+            } => {
+                for v in [src, dst, send_sem, recv_sem] {
+                    view(v, &mut out);
+                }
+                out.push(*device);
+            }
+            OpKind::SemSignal { sem, n, device } => {
+                view(sem, &mut out);
+                out.push(*n);
+                out.extend(*device);
+            }
+            OpKind::SemWait { sem, n } => {
+                view(sem, &mut out);
+                out.push(*n);
+            }
+            OpKind::SemRead(sem) => view(sem, &mut out),
             OpKind::If { cond, .. } => out.push(*cond),
             OpKind::For { lo, hi, inits, .. } => {
                 out.extend([*lo, *hi]);
@@ -574,6 +629,22 @@ pub struct Operand {
     pub span: Span,
 }
 
+/// Which part of a remote copy an [`OpKind::RemoteDma`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemotePhase {
+    Start,
+    WaitSend,
+    WaitRecv,
+}
+
+/// One axis of the mesh a communicating kernel runs on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshAxis {
+    pub name: String,
+    /// Known once the parameters it is written with have values.
+    pub size: Dim,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefOrigin {
     /// Index into `Kernel::operands`.
@@ -654,10 +725,39 @@ pub struct Kernel {
     pub refs: Arena<RefDecl>,
     pub body: Func,
     pub vmem_limit: Option<u64>,
+    /// The mesh the kernel runs on (`mesh (..)`); empty for a kernel of
+    /// one device.
+    pub mesh: Vec<MeshAxis>,
+    /// `collective_id c`: the id of the collective whose barrier semaphore
+    /// the kernel uses.
+    pub collective_id: Option<u64>,
     pub span: Span,
 }
 
 impl Kernel {
+    /// The number of devices of the mesh (1 without one), when known.
+    pub fn devices(&self) -> Option<u64> {
+        self.mesh.iter().try_fold(1u64, |acc, a| {
+            a.size.known().map(|s| acc.saturating_mul(s.max(0) as u64))
+        })
+    }
+
+    /// Whether the kernel talks to other devices (remote copies or
+    /// signals, or a barrier): Mosaic's `has_communication`.
+    pub fn communicates(&self) -> bool {
+        self.collective_id.is_some()
+            || self.body.ops.iter().any(|(_, o)| {
+                matches!(
+                    o.kind,
+                    OpKind::RemoteDma { .. }
+                        | OpKind::SemSignal {
+                            device: Some(_),
+                            ..
+                        }
+                )
+            })
+    }
+
     pub fn inputs(&self) -> impl Iterator<Item = &Operand> {
         self.operands.iter().filter(|o| o.role != Role::Output)
     }

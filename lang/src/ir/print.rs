@@ -50,6 +50,17 @@ pub fn kernel(k: &Kernel) -> String {
     if let Some(l) = k.vmem_limit {
         let _ = writeln!(out, "  vmem_limit {l}");
     }
+    if !k.mesh.is_empty() {
+        let axes: Vec<String> = k
+            .mesh
+            .iter()
+            .map(|a| format!("{}: {}", a.name, a.size))
+            .collect();
+        let _ = writeln!(out, "  mesh ({})", axes.join(", "));
+    }
+    if let Some(c) = k.collective_id {
+        let _ = writeln!(out, "  collective_id {c}");
+    }
     for (i, o) in k.operands.iter().enumerate() {
         let role = match o.role {
             Role::Prefetch => "prefetch",
@@ -261,6 +272,35 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         OpKind::DmaWait { src, dst, sem } => {
             format!("dma_wait {} -> {} sem {}", view(src), view(dst), view(sem))
         }
+        OpKind::DeviceId => "device_id".to_string(),
+        OpKind::RemoteDma {
+            phase,
+            src,
+            dst,
+            send_sem,
+            recv_sem,
+            device,
+        } => {
+            let p = match phase {
+                crate::ir::RemotePhase::Start => "remote_dma_start",
+                crate::ir::RemotePhase::WaitSend => "remote_dma_wait_send",
+                crate::ir::RemotePhase::WaitRecv => "remote_dma_wait_recv",
+            };
+            format!(
+                "{p} {} -> {} on {} send {} recv {}",
+                view(src),
+                view(dst),
+                val(*device),
+                view(send_sem),
+                view(recv_sem)
+            )
+        }
+        OpKind::SemSignal { sem, n, device } => match device {
+            Some(d) => format!("sem_signal {} by {} on {}", view(sem), val(*n), val(*d)),
+            None => format!("sem_signal {} by {}", view(sem), val(*n)),
+        },
+        OpKind::SemWait { sem, n } => format!("sem_wait {} for {}", view(sem), val(*n)),
+        OpKind::SemRead(sem) => format!("sem_read {}", view(sem)),
         OpKind::If {
             cond,
             then_block,

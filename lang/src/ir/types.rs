@@ -302,6 +302,13 @@ pub enum Space {
     Any,
     /// DMA semaphores. Their dtype is i32: each is a counter of completed copies.
     Semaphore,
+    /// Plain semaphores (`sem`), i32 counters signalled and waited by count
+    /// (`sem_signal`, `sem_wait`), locally or from another device.
+    Sem,
+    /// The barrier semaphore of the kernel's collective (`barrier_sem`):
+    /// a plain semaphore shared by the devices taking part, which the TPU
+    /// gives the kernel rather than the kernel allocating it.
+    Barrier,
 }
 
 impl Space {
@@ -311,7 +318,14 @@ impl Space {
             Space::Smem => "smem",
             Space::Any => "any",
             Space::Semaphore => "dma_sem",
+            Space::Sem => "sem",
+            Space::Barrier => "barrier_sem",
         }
+    }
+
+    /// Any kind of semaphore (DMA, plain or barrier).
+    pub fn is_semaphore(self) -> bool {
+        matches!(self, Space::Semaphore | Space::Sem | Space::Barrier)
     }
 }
 
@@ -333,8 +347,8 @@ impl RefType {
 
 impl fmt::Display for RefType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.space == Space::Semaphore {
-            return write!(f, "ref<dma_sem[{}]>", shape_str(&self.shape));
+        if self.space.is_semaphore() {
+            return write!(f, "ref<{}[{}]>", self.space.name(), shape_str(&self.shape));
         }
         write!(
             f,

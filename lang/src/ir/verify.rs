@@ -307,6 +307,7 @@ impl Ctx<'_> {
                 | OpKind::Select { .. }
                 | OpKind::Cast(_)
                 | OpKind::Load(_)
+                | OpKind::DeviceId
                 | OpKind::If { .. } => {}
                 _ => return err(sp, "index maps compute scalars only"),
             }
@@ -563,8 +564,78 @@ impl Ctx<'_> {
                 if self.k.refs[sem.target].ty.space != Space::Semaphore || !m.is_scalar() {
                     return err(sp, "DMA needs one semaphore");
                 }
-                if rs.space == Space::Semaphore || rd.space == Space::Semaphore {
+                if rs.space.is_semaphore() || rd.space.is_semaphore() {
                     return err(sp, "DMA copies data refs");
+                }
+            }
+            OpKind::DeviceId => {
+                if one(1)? != &scalar_i32 {
+                    return err(sp, "a device id is a scalar i32");
+                }
+            }
+            OpKind::RemoteDma {
+                src,
+                dst,
+                send_sem,
+                recv_sem,
+                device,
+                ..
+            } => {
+                let s = self.view(id, src, scope)?;
+                let d = self.view(id, dst, scope)?;
+                let rs = &self.k.refs[src.target].ty;
+                let rd = &self.k.refs[dst.target].ty;
+                if s.shape() != d.shape() || rs.dtype != rd.dtype {
+                    return err(sp, "remote DMA windows differ in shape or dtype");
+                }
+                if rs.space.is_semaphore() || rd.space.is_semaphore() {
+                    return err(sp, "remote DMA copies data refs");
+                }
+                for m in [send_sem, recv_sem] {
+                    let t = self.view(id, m, scope)?;
+                    if self.k.refs[m.target].ty.space != Space::Semaphore || !t.is_scalar() {
+                        return err(sp, "remote DMA needs one DMA semaphore each side");
+                    }
+                }
+                if self.use_(id, *device, scope)? != &scalar_i32 || !res.is_empty() {
+                    return err(sp, "remote DMA device is a scalar i32");
+                }
+            }
+            OpKind::SemSignal { sem, n, device } => {
+                let t = self.view(id, sem, scope)?;
+                if !matches!(
+                    self.k.refs[sem.target].ty.space,
+                    Space::Sem | Space::Barrier
+                ) || !t.is_scalar()
+                {
+                    return err(sp, "a signal needs one plain semaphore");
+                }
+                for v in std::iter::once(n).chain(device) {
+                    if self.use_(id, *v, scope)? != &scalar_i32 {
+                        return err(sp, "signal count and device are scalar i32");
+                    }
+                }
+            }
+            OpKind::SemWait { sem, n } => {
+                let t = self.view(id, sem, scope)?;
+                if !matches!(
+                    self.k.refs[sem.target].ty.space,
+                    Space::Sem | Space::Barrier
+                ) || !t.is_scalar()
+                {
+                    return err(sp, "a wait needs one plain semaphore");
+                }
+                if self.use_(id, *n, scope)? != &scalar_i32 {
+                    return err(sp, "a wait count is a scalar i32");
+                }
+            }
+            OpKind::SemRead(sem) => {
+                let t = self.view(id, sem, scope)?;
+                if !self.k.refs[sem.target].ty.space.is_semaphore() || !t.is_scalar() {
+                    return err(sp, "a read needs one semaphore");
+                }
+                if one(1)? != &scalar_i32 {
+                    return err(sp, "a semaphore reads as a scalar i32");
                 }
             }
             OpKind::If {
@@ -696,7 +767,7 @@ impl Ctx<'_> {
             Space::Smem if !t.is_scalar() => {
                 err(self.f.span(id), "SMEM is accessed by scalars only")
             }
-            Space::Any | Space::Semaphore => err(
+            Space::Any | Space::Semaphore | Space::Sem | Space::Barrier => err(
                 self.f.span(id),
                 format!("`{}` is reached only by DMA", r.name),
             ),

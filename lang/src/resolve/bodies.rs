@@ -51,7 +51,11 @@ pub fn check_module(p: &Program, m: ModId) -> Vec<Diag> {
                         ast::Clause::Scratch(ss, _) => {
                             names.extend(ss.iter().map(|d| d.name.name.clone()))
                         }
+                        ast::Clause::Mesh(axes, _) => {
+                            names.extend(axes.iter().map(|a| a.name.name.clone()))
+                        }
                         ast::Clause::VmemLimit(..)
+                        | ast::Clause::CollectiveId(..)
                         | ast::Clause::Assert(_)
                         | ast::Clause::Where(..) => {}
                     }

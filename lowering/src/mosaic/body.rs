@@ -192,6 +192,21 @@ impl<'c, 'k> Lower<'c, 'k> {
             OpKind::DmaWait { src, dst, sem } => {
                 memory::dma(self, at, src, dst, sem, false).map(|()| Vec::new())
             }
+            OpKind::DeviceId => one(self.m.tpu_device_id(at)),
+            OpKind::RemoteDma {
+                phase,
+                src,
+                dst,
+                send_sem,
+                recv_sem,
+                device,
+            } => memory::remote_dma(self, at, *phase, (src, dst), (send_sem, recv_sem), *device)
+                .map(|()| Vec::new()),
+            OpKind::SemSignal { sem, n, device } => {
+                memory::sem_signal(self, at, sem, *n, *device).map(|()| Vec::new())
+            }
+            OpKind::SemWait { sem, n } => memory::sem_wait(self, at, sem, *n).map(|()| Vec::new()),
+            OpKind::SemRead(sem) => one(memory::sem_read(self, at, sem)),
             OpKind::If {
                 cond,
                 then_block,

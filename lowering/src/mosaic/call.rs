@@ -81,5 +81,11 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
         metadata_json: String::new(),
         has_side_effect: false,
         dynamic_grid,
+        has_communication: kernel.communicates(),
+        collective_id: kernel.collective_id,
+        // A kernel on a mesh is one SPMD program of its devices.
+        spmd_partitions: (!kernel.mesh.is_empty())
+            .then(|| kernel.devices().map(|n| n.min(u64::from(u32::MAX)) as u32))
+            .flatten(),
     }
 }

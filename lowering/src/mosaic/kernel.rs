@@ -140,6 +140,11 @@ impl<'c> Layout<'c> {
         }
         for s in &k.scratch {
             let ty = k.ref_type(s.ref_id);
+            // The barrier semaphore is not an argument: `tpu.sem_barrier`
+            // gives it (see `kernel_func`).
+            if ty.space == Space::Barrier {
+                continue;
+            }
             let shape = dims(&ty.shape);
             add(
                 &mut l,
@@ -201,6 +206,24 @@ fn kernel_func<'c>(
             );
         }
     }
+    for s in &k.scratch {
+        let ty = k.ref_type(s.ref_id);
+        if ty.space == Space::Barrier {
+            let shape = dims(&ty.shape);
+            let mt = m.memref(&shape, m.int(32), MemSpace::of(ty.space));
+            let mem = m.tpu_sem_barrier(At { block: &blk, ..at }, mt)?;
+            refs.insert(
+                s.ref_id,
+                PhysRef {
+                    mem,
+                    squeezed: vec![false; shape.len()],
+                    shape,
+                    space: ty.space,
+                    dtype: ty.dtype,
+                },
+            );
+        }
+    }
     views(m, k, &mut refs, At { block: &blk, ..at })?;
     let mut cx = Lower {
         m,
@@ -229,7 +252,15 @@ fn kernel_func<'c>(
     let mut attrs = vec![
         ("dimension_semantics", m.array(&sem)),
         ("scalar_prefetch", m.i64_attr(n_prefetch)),
-        ("scratch_operands", m.i64_attr(k.scratch.len() as i64)),
+        (
+            "scratch_operands",
+            m.i64_attr(
+                k.scratch
+                    .iter()
+                    .filter(|s| k.ref_type(s.ref_id).space != Space::Barrier)
+                    .count() as i64,
+            ),
+        ),
         ("tpu.core_type", m.parse_attr("#tpu.core_type<tc>", at.src)?),
     ];
     if !k.grid.is_empty() {

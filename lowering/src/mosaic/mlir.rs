@@ -50,14 +50,17 @@ pub(crate) enum MemSpace {
     Smem = 2,
     Any = 3,
     Semaphore = 4,
+    /// Plain (and barrier) semaphores: `!tpu.semaphore` in semaphore memory.
+    Sem = 5,
 }
 
 impl MemSpace {
-    pub(crate) const ALL: [MemSpace; 4] = [
+    pub(crate) const ALL: [MemSpace; 5] = [
         MemSpace::Vmem,
         MemSpace::Smem,
         MemSpace::Any,
         MemSpace::Semaphore,
+        MemSpace::Sem,
     ];
 
     pub(crate) fn of(space: Space) -> MemSpace {
@@ -66,6 +69,7 @@ impl MemSpace {
             Space::Smem => MemSpace::Smem,
             Space::Any => MemSpace::Any,
             Space::Semaphore => MemSpace::Semaphore,
+            Space::Sem | Space::Barrier => MemSpace::Sem,
         }
     }
 
@@ -75,7 +79,7 @@ impl MemSpace {
             MemSpace::Vmem => "vmem",
             MemSpace::Smem => "smem",
             MemSpace::Any => "any",
-            MemSpace::Semaphore => "semaphore_mem",
+            MemSpace::Semaphore | MemSpace::Sem => "semaphore_mem",
         }
     }
 }

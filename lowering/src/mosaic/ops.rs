@@ -479,4 +479,90 @@ impl<'c> Mlir<'c> {
             &[("operandSegmentSizes", self.i32_array(&[1, 1, 1, 0, 0]))],
         )
     }
+
+    /// `tpu.device_id`: this device's logical id (i32).
+    pub fn tpu_device_id(&self, at: At<'c, '_>) -> R<Val<'c>> {
+        self.op1(at, "tpu.device_id", &[], self.int(32), &[])
+    }
+
+    /// `tpu.enqueue_dma` of a remote copy: `send` is signalled here once
+    /// the source is read, `recv` on `device` once the data has landed
+    /// (Pallas' `make_async_remote_copy(..).start()`).
+    pub fn tpu_enqueue_remote_dma(
+        &self,
+        at: At<'c, '_>,
+        src: Val<'c>,
+        send: Val<'c>,
+        dst: Val<'c>,
+        recv: Val<'c>,
+        device: Val<'c>,
+    ) -> R<()> {
+        self.op0(
+            at,
+            "tpu.enqueue_dma",
+            &[src, send, dst, recv, device],
+            &[
+                ("operandSegmentSizes", self.i32_array(&[1, 1, 1, 1, 1, 0])),
+                ("priority", self.int_attr(self.int(32), 32, 0)),
+            ],
+        )
+    }
+
+    /// `tpu.wait_dma2` with a device (and core) id: a remote copy's wait
+    /// (Pallas' `wait_recv` passes the peer, `wait_send` device and core 0
+    /// with source and target swapped).
+    pub fn tpu_wait_remote_dma(
+        &self,
+        at: At<'c, '_>,
+        sem: Val<'c>,
+        src: Val<'c>,
+        dst: Val<'c>,
+        device: Val<'c>,
+        core: Option<Val<'c>>,
+    ) -> R<()> {
+        let mut ops = vec![sem, src, dst, device];
+        ops.extend(core);
+        let c = i32::from(core.is_some());
+        self.op0(
+            at,
+            "tpu.wait_dma2",
+            &ops,
+            &[("operandSegmentSizes", self.i32_array(&[1, 1, 1, 1, c]))],
+        )
+    }
+
+    /// `tpu.sem_signal` (version 11 segments: semaphore, amount, device id,
+    /// core id).
+    pub fn tpu_sem_signal(
+        &self,
+        at: At<'c, '_>,
+        sem: Val<'c>,
+        n: Val<'c>,
+        device: Option<Val<'c>>,
+    ) -> R<()> {
+        let mut ops = vec![sem, n];
+        ops.extend(device);
+        let d = i32::from(device.is_some());
+        self.op0(
+            at,
+            "tpu.sem_signal",
+            &ops,
+            &[("operandSegmentSizes", self.i32_array(&[1, 1, d, 0]))],
+        )
+    }
+
+    /// `tpu.sem_wait`.
+    pub fn tpu_sem_wait(&self, at: At<'c, '_>, sem: Val<'c>, n: Val<'c>) -> R<()> {
+        self.op0(at, "tpu.sem_wait", &[sem, n], &[])
+    }
+
+    /// `tpu.sem_read` (i32).
+    pub fn tpu_sem_read(&self, at: At<'c, '_>, sem: Val<'c>) -> R<Val<'c>> {
+        self.op1(at, "tpu.sem_read", &[sem], self.int(32), &[])
+    }
+
+    /// `tpu.sem_barrier`: the barrier semaphore of the kernel's collective.
+    pub fn tpu_sem_barrier(&self, at: At<'c, '_>, ty: Type<'c>) -> R<Val<'c>> {
+        self.op1(at, "tpu.sem_barrier", &[], ty, &[])
+    }
 }

@@ -64,6 +64,12 @@ pub const PRETTY_HEADER: &str = "\
 // form that `pkc emit stablehlo` embeds.
 ";
 
+/// Added to [`PRETTY_HEADER`] when the module has plain semaphores.
+pub const PRETTY_SEM_NOTE: &str = "\
+// 5 = semaphore_mem (where i32 stands for !tpu.semaphore: plain and barrier
+// semaphores).
+";
+
 /// MLIR's own (custom-syntax) printing of `module`, after
 /// [`PRETTY_HEADER`]: build-time memory spaces, and each operation followed
 /// by its `.pk` location in MLIR's syntax (`loc("add.pk":19:13)`, written
@@ -75,6 +81,9 @@ pub(crate) fn pretty(module: &Module<'_>) -> Result<String, String> {
         .to_string_with_flags(flags)
         .map_err(|e| e.to_string())?;
     let mut s = String::from(PRETTY_HEADER);
+    if text.contains(", 5>") {
+        s.push_str(PRETTY_SEM_NOTE);
+    }
     s.push_str(&inline_location_aliases(&text));
     if !s.ends_with('\n') {
         s.push('\n');
@@ -318,10 +327,15 @@ fn map_inner(inner: &str) -> Result<String, String> {
             .ok_or_else(|| format!("unknown memory space {code} in `memref<{inner}>`"))?,
         _ => return Ok(inner.to_string()),
     };
-    if space == MemSpace::Semaphore {
+    if matches!(space, MemSpace::Semaphore | MemSpace::Sem) {
+        let name = if space == MemSpace::Sem {
+            "!tpu.semaphore"
+        } else {
+            "!tpu.dma_semaphore"
+        };
         let elem = match parts[0].rsplit_once('x') {
-            Some((shape, "i32")) => format!("{shape}x!tpu.dma_semaphore"),
-            None if parts[0] == "i32" => "!tpu.dma_semaphore".to_string(),
+            Some((shape, "i32")) => format!("{shape}x{name}"),
+            None if parts[0] == "i32" => name.to_string(),
             _ => return Err(format!("unexpected semaphore memref `memref<{inner}>`")),
         };
         parts[0] = elem;

@@ -16,6 +16,9 @@ fn add_call() -> CustomCall {
         metadata_json: String::new(),
         has_side_effect: false,
         dynamic_grid: Vec::new(),
+        has_communication: false,
+        collective_id: None,
+        spmd_partitions: None,
     }
 }
 
@@ -184,6 +187,9 @@ fn multiple_results_and_aliases_print_as_jax_does() {
         aliases: vec![(1, 0)],
         has_side_effect: true,
         dynamic_grid: Vec::new(),
+        has_communication: false,
+        collective_id: None,
+        spmd_partitions: None,
         ..add_call()
     };
     let text = custom_call_module(&call).unwrap();
@@ -334,6 +340,9 @@ fn dynamic_grid_bounds_lead_the_operands() {
     ] {
         let call = CustomCall {
             dynamic_grid: vec![bad],
+            has_communication: false,
+            collective_id: None,
+            spmd_partitions: None,
             ..call.clone()
         };
         assert_eq!(

@@ -30,7 +30,7 @@ pub(crate) fn space(s: Space) -> abi::Space {
         Space::Vmem => abi::Space::Vmem,
         Space::Smem => abi::Space::Smem,
         Space::Any => abi::Space::Any,
-        Space::Semaphore => abi::Space::Semaphore,
+        Space::Semaphore | Space::Sem | Space::Barrier => abi::Space::Semaphore,
     }
 }
 
@@ -133,7 +133,9 @@ fn check_budget(k: &Kernel, target: Target) -> Result<(), Error> {
     for s in &k.scratch {
         let t = &k.refs[s.ref_id].ty;
         match t.space {
-            Space::Smem | Space::Semaphore => smem += t.bytes().unwrap_or(0),
+            Space::Smem | Space::Semaphore | Space::Sem | Space::Barrier => {
+                smem += t.bytes().unwrap_or(0)
+            }
             Space::Vmem => vmem += t.bytes().unwrap_or(0),
             Space::Any => {}
         }

@@ -283,10 +283,31 @@ pub fn compile_aot(
             locations: Vec::new(),
         });
     };
+    let k = &built.kernel;
+    if let Some(n) = k
+        .devices()
+        .filter(|&n| !k.mesh.is_empty() && n > SLICE_DEVICES)
+    {
+        return Err(PjrtError::Compile {
+            target: target.to_string(),
+            status: "INVALID_ARGUMENT".into(),
+            message: format!(
+                "{MESH_TOO_LARGE} {n} devices; the {target} slice pk compiles for ({}) has {SLICE_DEVICES}",
+                target.topology_name()
+            ),
+            locations: Vec::new(),
+        });
+    }
     plugin
         .compile_logged(target, stablehlo, verbose)
         .map(AotArtifact::from_compiled)
 }
+
+/// The devices of the slice each generation is compiled for
+/// ([`TpuTarget::topology_name`]: 2x2 or 2x2x1 chips).
+pub const SLICE_DEVICES: u64 = 4;
+
+const MESH_TOO_LARGE: &str = "the kernel's mesh has";
 
 /// The front end's target of the same name.
 pub fn lang_target(t: TpuTarget) -> Target {
@@ -395,9 +416,12 @@ pub fn libtpu_diagnostic(e: &PjrtError, k: &ir::Kernel, sources: &SourceMap) -> 
     for l in lines.iter().skip(1) {
         d = d.note(l.clone());
     }
-    Some(d.note(format!("libtpu status: {status}")).help(
-        "pk should have rejected this kernel itself; please report it. `pkc build -v` prints libtpu's full message",
-    ))
+    let help = if message.starts_with(MESH_TOO_LARGE) {
+        "AOT compiles a kernel on a mesh of at most 4 devices (each generation's 2x2 slice): build it with a smaller mesh, e.g. `-p n=4`"
+    } else {
+        "pk should have rejected this kernel itself; please report it. `pkc build -v` prints libtpu's full message"
+    };
+    Some(d.note(format!("libtpu status: {status}")).help(help))
 }
 
 /// The lines of a compiler message worth showing, at most five of at most

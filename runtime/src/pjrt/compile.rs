@@ -224,8 +224,14 @@ impl Topology {
         })
     }
 
+    /// Compiles one kernel's module: a single-device program, or the SPMD
+    /// program of a kernel across devices when its first line says
+    /// `mhlo.num_partitions = N` (see `CustomCall::spmd_partitions`).
     pub fn compile_executable(&self, stablehlo: &str) -> Result<Executable, PjrtError> {
-        self.compile_with(stablehlo.as_bytes(), &compile_options())
+        match module_partitions(stablehlo) {
+            n if n > 1 => self.compile_with(stablehlo.as_bytes(), &program_options(1, n, false)),
+            _ => self.compile_with(stablehlo.as_bytes(), &compile_options()),
+        }
     }
 
     fn compile_with(&self, code: &[u8], options: &[u8]) -> Result<Executable, PjrtError> {
@@ -318,6 +324,17 @@ impl Drop for Topology {
 /// one a kernel runs on. Everything else keeps XLA's defaults: no argument
 /// layouts (the module's own row-major layouts apply), no SPMD partitioning,
 /// default debug options.
+/// The `mhlo.num_partitions` of a module's first line (1 when absent).
+pub fn module_partitions(stablehlo: &str) -> u32 {
+    let first = stablehlo.lines().next().unwrap_or("");
+    first
+        .split("mhlo.num_partitions = ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
 pub(super) fn compile_options() -> Vec<u8> {
     CompileOptionsProto {
         executable_build_options: Some(ExecutableBuildOptionsProto {

@@ -40,7 +40,7 @@ mod target;
 pub use buffer::{buffer_type, type_name, DeviceBuffer};
 pub use capture::Captured;
 pub use client::Client;
-pub use compile::{CompiledKernel, Executable, MemoryStats, Topology};
+pub use compile::{module_partitions, CompiledKernel, Executable, MemoryStats, Topology};
 pub use error::{source_locations, LibtpuOrigin, PjrtError, EXPLANATIONS, SETUP_COMMAND};
 pub use execute::LoadedExecutable;
 pub use libtpu_file::LIBTPU_SHA256;

@@ -42,6 +42,8 @@ impl Builder {
             refs: Arena::new(),
             body,
             vmem_limit: None,
+            mesh: vec![],
+            collective_id: None,
             span: Span::default(),
         };
         Builder { k, entry }

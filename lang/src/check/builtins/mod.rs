@@ -3,6 +3,7 @@
 //! is either an elementwise math op or a function that checks the sorted
 //! arguments and emits IR; the longer ones are in [`rules`].
 
+mod comm;
 mod concat;
 mod hints;
 mod rules;
@@ -237,6 +238,38 @@ pub static BUILTINS: &[Builtin] = &[
         exactly(3),
         |b, _, a, s| b.dma(false, a, s)
     ),
+    call!("device_id", "(coords...)", between(0, 8), |b, _, a, s| b
+        .device_id(a, s)),
+    call!("mesh_size", "(axis)", exactly(1), |b, _, a, s| b
+        .mesh_size(a, s)),
+    call!(
+        "remote_copy_start",
+        "(src_window, dst_window, send_sem, recv_sem, device)",
+        exactly(5),
+        |b, n, a, s| b.remote_copy(n, a, s)
+    ),
+    call!(
+        "remote_wait_send",
+        "(src_window, dst_window, send_sem, recv_sem, device)",
+        exactly(5),
+        |b, n, a, s| b.remote_copy(n, a, s)
+    ),
+    call!(
+        "remote_wait_recv",
+        "(src_window, dst_window, send_sem, recv_sem, device)",
+        exactly(5),
+        |b, n, a, s| b.remote_copy(n, a, s)
+    ),
+    call!(
+        "sem_signal",
+        "(sem, n, device)",
+        between(2, 3),
+        |b, _, a, s| b.sem_signal(a, s)
+    ),
+    call!("sem_wait", "(sem, n)", exactly(2), |b, _, a, s| b
+        .sem_wait(a, s)),
+    call!("sem_read", "(sem)", exactly(1), |b, _, a, s| b
+        .sem_read(a, s)),
     call!(
         "store",
         "(ref_window, value, mask=)",

@@ -12,7 +12,7 @@ use crate::mosaic::body::{unsupported, Lower, PhysRef, R};
 use crate::mosaic::error::MosaicError;
 use crate::mosaic::mlir::{At, MemSpace, Val};
 use melior::ir::Type;
-use pk_lang::ir::{self, DType, RefView, Slice, Space, Start};
+use pk_lang::ir::{self, DType, RefView, RemotePhase, Slice, Space, Start};
 
 /// One window over a memref: a start per memref dimension, the window's size
 /// there, and whether the kernel's view drops that dimension.
@@ -155,7 +155,7 @@ pub(crate) fn load<'c>(
                 v
             }
         }
-        Space::Any | Space::Semaphore => {
+        Space::Any | Space::Semaphore | Space::Sem | Space::Barrier => {
             return unsupported(
                 at,
                 "a read of an HBM or semaphore ref (reached only by DMA)",
@@ -226,7 +226,7 @@ pub(crate) fn store<'c>(
             }
             cx.m.tpu_vector_store(at, v, phys.mem, &w.starts, mask)
         }
-        Space::Any | Space::Semaphore => unsupported(
+        Space::Any | Space::Semaphore | Space::Sem | Space::Barrier => unsupported(
             at,
             "a write to an HBM or semaphore ref (reached only by DMA)",
         ),
@@ -272,4 +272,65 @@ pub(crate) fn dma<'c>(
     } else {
         cx.m.tpu_wait_dma2(at, m, s, d)
     }
+}
+
+/// The three parts of a remote copy (Pallas' `make_async_remote_copy`:
+/// `start`, `wait_send`, `wait_recv`).
+pub(crate) fn remote_dma<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    phase: RemotePhase,
+    (src, dst): (&RefView, &RefView),
+    (send, recv): (&RefView, &RefView),
+    device: ir::Value,
+) -> R<()> {
+    let s = sliced(cx, at, src)?;
+    let d = sliced(cx, at, dst)?;
+    let dev = cx.val(device)?;
+    match phase {
+        RemotePhase::Start => {
+            let ss = sliced(cx, at, send)?;
+            let rs = sliced(cx, at, recv)?;
+            cx.m.tpu_enqueue_remote_dma(at, s, ss, d, rs, dev)
+        }
+        RemotePhase::WaitSend => {
+            let ss = sliced(cx, at, send)?;
+            let zero = cx.m.i32_const(at, 0)?;
+            cx.m.tpu_wait_remote_dma(at, ss, d, s, zero, Some(zero))
+        }
+        RemotePhase::WaitRecv => {
+            let rs = sliced(cx, at, recv)?;
+            cx.m.tpu_wait_remote_dma(at, rs, s, d, dev, None)
+        }
+    }
+}
+
+/// `tpu.sem_signal`, `tpu.sem_wait` and `tpu.sem_read` of one semaphore.
+pub(crate) fn sem_signal<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    sem: &RefView,
+    n: ir::Value,
+    device: Option<ir::Value>,
+) -> R<()> {
+    let m = sliced(cx, at, sem)?;
+    let n = cx.val(n)?;
+    let d = device.map(|d| cx.val(d)).transpose()?;
+    cx.m.tpu_sem_signal(at, m, n, d)
+}
+
+pub(crate) fn sem_wait<'c>(
+    cx: &mut Lower<'c, '_>,
+    at: At<'c, '_>,
+    sem: &RefView,
+    n: ir::Value,
+) -> R<()> {
+    let m = sliced(cx, at, sem)?;
+    let n = cx.val(n)?;
+    cx.m.tpu_sem_wait(at, m, n)
+}
+
+pub(crate) fn sem_read<'c>(cx: &mut Lower<'c, '_>, at: At<'c, '_>, sem: &RefView) -> R<Val<'c>> {
+    let m = sliced(cx, at, sem)?;
+    cx.m.tpu_sem_read(at, m)
 }

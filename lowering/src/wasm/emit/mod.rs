@@ -367,6 +367,15 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Store(v, x, Some(m)) => self.masked_store(v, *x, *m),
             OpKind::DmaStart { src, dst, sem } => self.dma(src, dst, sem, true),
             OpKind::DmaWait { src, dst, sem } => self.dma(src, dst, sem, false),
+            OpKind::DeviceId
+            | OpKind::RemoteDma { .. }
+            | OpKind::SemSignal { .. }
+            | OpKind::SemWait { .. }
+            | OpKind::SemRead(_) => Err(Error::Unsupported {
+                what: "a communicating operation (device ids, remote copies, semaphore signals)"
+                    .to_string(),
+                span: self.f.span(id),
+            }),
             OpKind::If {
                 cond,
                 then_block,
