@@ -322,7 +322,9 @@ def validate_rpa(pkc, a):
     print(f"table: {path} (jax {version})\n")
     summary = []
     with tempfile.TemporaryDirectory(prefix="pk-validate-rpa-") as tmp:
-        cache = os.path.join(tmp, "cache")
+        # A kept cache answers recurring compiles from libtpu's kept
+        # schedules (`schedules/` of the tuning cache).
+        cache = a.cache or os.path.join(tmp, "cache")
         for gen in a.gen.split(","):
             device = RPA_DEVICES[gen]
             keys = sorted(table[device])
@@ -417,6 +419,7 @@ def main():
     ap.add_argument("--batch", default="decode,prefill")
     ap.add_argument("--kernel", default="jax,library")
     ap.add_argument("--keys", type=int, default=20)
+    ap.add_argument("--cache", help="the tuning cache to use (default: a temporary one)")
     a = ap.parse_args()
     pkc = find_pkc(a.pkc)
     global EVAL

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{code, pkc, stderr, stdout, TempDir};
+use common::{code, have_libtpu, pkc, stderr, stdout, TempDir};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -506,6 +506,29 @@ fn the_model_counts_the_key_blocks_and_rounds_of_jax_ragged_attention() {
     // With one page a block (ppb = 1, 16 tokens) the sequences have 2, 1,
     // 3 and 1 blocks: block 0 walks 2 + 1 + 3, block 1 3 + 1: 10 rounds.
     assert_eq!(ranked[&1]["work"]["dma_rounds"], 10);
+    // The schedule model counts on the same inputs (it read none before).
+    if have_libtpu() {
+        let mut args = vec![
+            "tune",
+            "bench/ragged_paged_attention_jax.pk",
+            "--eval",
+            "schedule",
+            "--json",
+        ];
+        args.extend(shape);
+        for t in &tables {
+            args.extend(["--in", t.as_str()]);
+        }
+        let o = pkc_cached(cache.path(), &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let r = &json_lines(&o)[0];
+        assert_eq!(r["evaluator"], "schedule", "{r}");
+        let scheduled = by_ppb(r);
+        let w = &scheduled[&2]["work"];
+        assert_eq!(w["counted"], true, "{w}");
+        assert_eq!(w["dma_rounds"], 7, "{w}");
+        assert_eq!(scheduled[&1]["work"]["dma_rounds"], 10);
+    }
     // The CPU reference starts the same copies.
     let mut bench = vec![
         "bench",
