@@ -269,3 +269,26 @@ fn each_round_of_a_bodys_own_dma_pipeline_costs_a_steps_overhead() {
         e.prediction.seconds
     );
 }
+
+#[test]
+fn the_kernels_program_is_not_one_of_xlas_layout_copies() {
+    // libtpu 0.0.51 schedules, for ragged attention with 5 query heads, the
+    // runtime's `TLP`, two of XLA's copies re-tiling operands (one of 1813
+    // bundles) and the kernel, `name.1`, of 833 bundles with the grid's loop.
+    let mut kernel = program(None);
+    kernel.name = "name.1".into();
+    let mut copy = program(None);
+    copy.name = "copy.1".into();
+    copy.bundles = 1813;
+    copy.loops.clear();
+    let mut tlp = copy.clone();
+    tlp.name = "TLP".into();
+    tlp.bundles = 5000;
+    let mut plain = copy.clone();
+    plain.name = "copy".into();
+    let s = pk_runtime::schedule::Schedule {
+        version: pk_runtime::schedule::SUMMARY_VERSION,
+        kernels: vec![tlp, copy, plain, kernel],
+    };
+    assert_eq!(s.kernel().map(|k| k.name.as_str()), Some("name.1"));
+}
