@@ -50,17 +50,28 @@ pub(crate) struct CaptureDir {
     /// Created before and deleted after each compile.
     root: PathBuf,
     lock: Mutex<()>,
+    /// Whether libtpu also dumps what maps the program back to `.pk` lines
+    /// (see [`crate::schedule::attrib`]).
+    source: bool,
+    /// Where the next compile's dump is moved instead of being deleted.
+    keep: Mutex<Option<PathBuf>>,
 }
 
 /// The `LIBTPU_INIT_ARGS` flags that make libtpu dump the final program of
-/// every computation into `dir`, one folder per module and computation.
-fn flags(dir: &Path) -> String {
-    format!(
+/// every computation into `root/dump`, one folder per module and
+/// computation; with `source`, each operation annotated with the `.pk`
+/// location of the Mosaic operation it comes from.
+fn flags(root: &Path, source: bool) -> String {
+    let mut f = format!(
         "--xla_jf_dump_to={} --xla_jf_dump_llo_text=true \
          --xla_jf_dump_llo_pass_label_regex=final_bundles|final_hlo-static \
          --xla_jf_dump_use_subdirectories=true",
-        dir.display()
-    )
+        root.join("dump").display()
+    );
+    if source {
+        f.push_str(" --xla_mosaic_enable_llo_source_annotations=true");
+    }
+    f
 }
 
 impl CaptureDir {
@@ -68,7 +79,7 @@ impl CaptureDir {
     /// `LIBTPU_INIT_ARGS`; called before libtpu is loaded, under the plugin
     /// lock. `Err` (why) when the user's own `LIBTPU_INIT_ARGS` dumps
     /// already: their dump is left alone and nothing is captured.
-    pub(crate) fn arm() -> Result<CaptureDir, String> {
+    pub(crate) fn arm(source: bool) -> Result<CaptureDir, String> {
         let given = std::env::var("LIBTPU_INIT_ARGS").unwrap_or_default();
         if given.contains("xla_jf_dump_to") {
             return Err(
@@ -81,14 +92,16 @@ impl CaptureDir {
         let root =
             std::env::temp_dir().join(format!("pk-schedule-{}-{nonce:x}", std::process::id()));
         let args = if given.trim().is_empty() {
-            flags(&root.join("dump"))
+            flags(&root, source)
         } else {
-            format!("{given} {}", flags(&root.join("dump")))
+            format!("{given} {}", flags(&root, source))
         };
         std::env::set_var("LIBTPU_INIT_ARGS", args);
         Ok(CaptureDir {
             root,
             lock: Mutex::new(()),
+            source,
+            keep: Mutex::new(None),
         })
     }
 
@@ -107,8 +120,20 @@ impl CaptureDir {
             );
         }
         let out = compile();
-        let read = schedule::parse_dir(&self.root.join("dump"));
-        let removed = std::fs::remove_dir_all(&self.root);
+        let read = schedule::parse_dir_with(&self.root.join("dump"), self.source);
+        let keep = self
+            .keep
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // A dump asked to be kept is moved whole (the folder is created
+        // by pk, private, and not yet there: rename fails otherwise).
+        let removed = match keep {
+            Some(to) => std::fs::rename(&self.root, &to).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&self.root);
+            }),
+            None => std::fs::remove_dir_all(&self.root),
+        };
         let captured = match (read, removed) {
             (Ok(s), Ok(())) => Captured::Read(s),
             (Ok(_), Err(e)) => Captured::Unreadable(format!(
@@ -147,6 +172,21 @@ impl Plugin {
             ),
             Some(Err(why)) => Some(why.clone()),
             Some(Ok(_)) => None,
+        }
+    }
+
+    /// Whether compiles also keep what maps the schedule to `.pk` lines
+    /// ([`Plugin::load_profiling`]).
+    pub fn capturing_source(&self) -> bool {
+        matches!(&self.capture, Some(Ok(c)) if c.source)
+    }
+
+    /// Moves the next captured compile's raw dump to `to` (a path that does
+    /// not exist yet, on the temporary directory's file system) instead of
+    /// deleting it. Does nothing without capture.
+    pub fn keep_next_dump(&self, to: PathBuf) {
+        if let Some(Ok(c)) = &self.capture {
+            *c.keep.lock().unwrap_or_else(PoisonError::into_inner) = Some(to);
         }
     }
 
