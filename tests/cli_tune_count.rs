@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{code, pkc, stderr, stdout, TempDir};
+use common::{code, have_libtpu, pkc, stderr, stdout, TempDir};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -100,6 +100,9 @@ fn the_model_counts_the_work_paged_attention_does_on_the_given_lengths() {
         assert_eq!(w["approximate"], 0, "ppb={ppb}: every branch decided: {w}");
         assert_eq!(w["grid_steps"], 3, "ppb={ppb}");
         assert_eq!(w["dma_bytes"], 65536, "ppb={ppb}: {w}");
+        // Each block is one round of the body's double buffer: its pages
+        // waited for, then its dots.
+        assert_eq!(w["dma_rounds"], blocks, "ppb={ppb}: {w}");
         assert_eq!(w["bytes_in"], 3 * 1024, "ppb={ppb}");
         assert_eq!(w["bytes_out"], 3 * 1024, "ppb={ppb}");
         assert_eq!(
@@ -434,4 +437,114 @@ fn the_model_counts_the_key_blocks_causal_flash_attention_skips() {
             "causal={causal}"
         );
     }
+}
+
+#[test]
+fn the_model_counts_the_key_blocks_and_rounds_of_jax_ragged_attention() {
+    // bench/ragged_paged_attention_jax.pk on tests/data/jax_ragged_bf16_gqa_
+    // ppb2_bq16: query rows cu_q_lens [0, 5, 6, 18, 32] of kv_lens
+    // [21, 9, 40, 14], blocks of bq = 16 rows, key blocks of ppb = 2 pages
+    // of 16 tokens (32 tokens). Every sequence walks all its key blocks
+    // from the first: block 0 (rows 0-15) holds sequences 0 (1 key block),
+    // 1 (1) and 2 (2), block 1 (rows 16-31) sequences 2 (2) and 3 (1): 7
+    // key blocks, each one round of the body's double buffer (start the
+    // next block's pages, wait for this one's, compute) and 2 page copies
+    // of [16 * 2 * KH, 128] bf16 = 16384 bytes: 229376 DMA bytes.
+    let d = "tests/data/jax_ragged_bf16_gqa_ppb2_bq16";
+    let tables: Vec<String> = ["cu_q_lens", "kv_lens", "page_indices", "num_seqs"]
+        .iter()
+        .map(|n| format!("{n}={d}/{n}.npy"))
+        .collect();
+    let shape = [
+        "-p",
+        "TQ=32",
+        "-p",
+        "S=5",
+        "-p",
+        "H=4",
+        "-p",
+        "KH=2",
+        "-p",
+        "P=16",
+        "-p",
+        "page_size=16",
+        "-p",
+        "pages_per_seq=4",
+        "-p",
+        "bq=16",
+    ];
+    let cache = TempDir::new("tune-count-jax-ragged");
+    let mut args = vec![
+        "tune",
+        "bench/ragged_paged_attention_jax.pk",
+        "--no-aot",
+        "--json",
+    ];
+    args.extend(shape);
+    for t in &tables {
+        args.extend(["--in", t.as_str()]);
+    }
+    let o = pkc_cached(cache.path(), &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ranked = by_ppb(&json_lines(&o)[0]);
+    let w = &ranked[&2]["work"];
+    assert_eq!(w["counted"], true);
+    assert_eq!(w["approximate"], 0, "{w}");
+    assert_eq!(w["grid_steps"], 2);
+    assert_eq!(w["dma_rounds"], 7, "{w}");
+    assert_eq!(w["dma_bytes"], 229376, "{w}");
+    // Per key block and kv head, the whole query block's G = 2 heads:
+    // scores [32, 128] x [128, 32] in bf16, probabilities times values
+    // [32, 32] x [32, 128] in f32.
+    assert_eq!(
+        w["dots"],
+        serde_json::json!([
+            {"dtype": "bf16", "m": 32, "n": 32, "k": 128, "count": 14},
+            {"dtype": "f32", "m": 32, "n": 128, "k": 32, "count": 14},
+        ]),
+    );
+    // With one page a block (ppb = 1, 16 tokens) the sequences have 2, 1,
+    // 3 and 1 blocks: block 0 walks 2 + 1 + 3, block 1 3 + 1: 10 rounds.
+    assert_eq!(ranked[&1]["work"]["dma_rounds"], 10);
+    // The schedule model counts on the same inputs (it read none before).
+    if have_libtpu() {
+        let mut args = vec![
+            "tune",
+            "bench/ragged_paged_attention_jax.pk",
+            "--eval",
+            "schedule",
+            "--json",
+        ];
+        args.extend(shape);
+        for t in &tables {
+            args.extend(["--in", t.as_str()]);
+        }
+        let o = pkc_cached(cache.path(), &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let r = &json_lines(&o)[0];
+        assert_eq!(r["evaluator"], "schedule", "{r}");
+        let scheduled = by_ppb(r);
+        let w = &scheduled[&2]["work"];
+        assert_eq!(w["counted"], true, "{w}");
+        assert_eq!(w["dma_rounds"], 7, "{w}");
+        assert_eq!(scheduled[&1]["work"]["dma_rounds"], 10);
+    }
+    // The CPU reference starts the same copies.
+    let mut bench = vec![
+        "bench",
+        "bench/ragged_paged_attention_jax.pk",
+        "-p",
+        "ppb=2",
+        "--iters",
+        "1",
+        "--json",
+    ];
+    bench.extend(shape);
+    for t in &tables {
+        bench.extend(["--in", t.as_str()]);
+    }
+    let o = pkc(&bench);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let b: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+    assert_eq!(b["dma_bytes"], 229376, "{b}");
 }

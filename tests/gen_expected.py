@@ -101,7 +101,7 @@ def main():
     ]
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
     cases += gmm.cases() + qmatmul.cases()
-    cases += paged.cases() + paged.ragged_cases()
+    cases += paged.cases() + paged.ragged_cases() + paged.jax_ragged_cases()
     cases += splash.cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)

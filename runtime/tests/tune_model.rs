@@ -344,3 +344,32 @@ fn counted_steps_are_predicted_class_by_class() {
     );
     assert!(!p.memory_bound);
 }
+
+#[test]
+fn each_round_of_a_bodys_own_dma_pipeline_costs_a_steps_overhead() {
+    // One counted step on v5e that walks 5 key blocks of its own double
+    // buffer (copies 1 MiB, no compute): by hand, the copies, the step's
+    // 0.35 us and 5 more of it, and no blocks in or out.
+    let w = Work {
+        counted: true,
+        steps: 1,
+        parallel_steps: 1,
+        classes: vec![StepClass {
+            count: 1,
+            bytes: 1 << 20,
+            dma_rounds: 5,
+            ..StepClass::default()
+        }],
+        min_bytes: 1 << 20,
+        ..Work::default()
+    };
+    let g = Generation::of(TpuTarget::V5e);
+    let expected = (1u64 << 20) as f64 / 819e9 + 6.0 * 0.35e-6;
+    let p = predict(g, &w);
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    assert!(p.memory_bound);
+}

@@ -231,3 +231,65 @@ fn a_megacore_program_whose_loop_runs_every_step_is_not_split() {
         e.prediction.seconds
     );
 }
+
+#[test]
+fn each_round_of_a_bodys_own_dma_pipeline_costs_a_steps_overhead() {
+    let g = Generation::of(TpuTarget::V5e);
+    let clock = g.clock_hz();
+    // Counted: 2 steps whose body walks 3 key blocks each (3 rounds of
+    // start-next, wait, compute), 2 steps with none; no inner-loop work
+    // differs from the static step's.
+    let mut w = work(4);
+    w.counted = true;
+    let dot = w.dots[0];
+    w.classes = vec![
+        StepClass {
+            count: 2,
+            dots: vec![dot],
+            bytes: 100_000,
+            dma_rounds: 3,
+            ..StepClass::default()
+        },
+        StepClass {
+            count: 2,
+            dots: vec![dot],
+            bytes: 100_000,
+            ..StepClass::default()
+        },
+    ];
+    let e = schedule::predict(g, &program(None), &w);
+    // By hand: the loop's 800 bundles a step (the inner loop's 200 at the
+    // static step's work), at least the copies, and the overhead once per
+    // step plus once per round.
+    let step = (800.0 / clock).max(100_000.0 / 819e9);
+    let once = 200.0 / clock + 150_000.0 / 819e9;
+    let expected = 2.0 * (step + 4.0 * 0.24e-6) + 2.0 * (step + 0.24e-6) + once;
+    assert!(
+        (e.prediction.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        e.prediction.seconds
+    );
+}
+
+#[test]
+fn the_kernels_program_is_not_one_of_xlas_layout_copies() {
+    // libtpu 0.0.51 schedules, for ragged attention with 5 query heads, the
+    // runtime's `TLP`, two of XLA's copies re-tiling operands (one of 1813
+    // bundles) and the kernel, `name.1`, of 833 bundles with the grid's loop.
+    let mut kernel = program(None);
+    kernel.name = "name.1".into();
+    let mut copy = program(None);
+    copy.name = "copy.1".into();
+    copy.bundles = 1813;
+    copy.loops.clear();
+    let mut tlp = copy.clone();
+    tlp.name = "TLP".into();
+    tlp.bundles = 5000;
+    let mut plain = copy.clone();
+    plain.name = "copy".into();
+    let s = pk_runtime::schedule::Schedule {
+        version: pk_runtime::schedule::SUMMARY_VERSION,
+        kernels: vec![tlp, copy, plain, kernel],
+    };
+    assert_eq!(s.kernel().map(|k| k.name.as_str()), Some("name.1"));
+}

@@ -492,7 +492,8 @@ impl Sweep {
                 }
             }
         };
-        let given = if a.eval == Eval::Model {
+        // Both models count the work on the `--in` arrays.
+        let given = if matches!(a.eval, Eval::Model | Eval::Schedule) {
             read_given(&a.inputs).map_err(|e| super::cpu::report_cpu(&e))?
         } else {
             Vec::new()

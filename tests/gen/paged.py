@@ -235,3 +235,73 @@ def ragged_cases():
         ragged_case("ragged_fp8_e5m2_scaled_f32_window", "f32", "f8e5m2", 4, 2, 32, 8, 4, 12, 16, 2,
                     3, 40, [2, 1, 9], [20, 3, 30], window=6, k_scale=0.25, v_scale=0.5),
     ]
+
+
+def jax_ragged_case(name, h, kh, page_size, pages_per_seq, total_pages, bq, ppb, max_seqs, q_lens,
+                    kv_lens):
+    """bench/ragged_paged_attention_jax.pk (JAX's algorithm, bf16, D = 128):
+    the cache is `[P, page_size * 2 KH, D]`, row `t * 2 KH + 2 h` key head
+    `h` of token `t` of the page and the row after it its value head. The
+    batch fills every query row (the kernel leaves rows past the last token
+    unwritten, as JAX's does)."""
+    g = rng(name)
+    d = 128
+    sm_scale = 1.0 / np.sqrt(d)
+    grp = h // kh
+    n = len(q_lens)
+    tq = sum(q_lens)
+    assert all(ql <= kl for ql, kl in zip(q_lens, kv_lens)) and tq % bq == 0
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    cu_q_lens = np.full(max_seqs + 1, cu[-1], np.int32)
+    cu_q_lens[:n + 1] = cu
+    lens = np.zeros(max_seqs, np.int32)
+    lens[:n] = kv_lens
+    table = page_tables(g, list(lens), page_size, pages_per_seq, total_pages)
+    k_pages, _, kf = fill_cache(g, "bf16", kh, total_pages, page_size, d, table, lens, False)
+    v_pages, _, vf = fill_cache(g, "bf16", kh, total_pages, page_size, d, table, lens, False)
+    # [KH, P, page_size, D] twice -> [P, page_size, 2 KH, D] -> merged.
+    kv = np.stack([k_pages, v_pages], axis=1).reshape(2 * kh, total_pages, page_size, d)
+    kv = kv.transpose(1, 2, 0, 3).reshape(total_pages, page_size * 2 * kh, d)
+    q = as_dtype(g.normal(0.0, 1.0, (tq, h, d)), "bf16")
+    o = np.zeros((tq, h, d))
+    for s in range(n):
+        ql, kl = q_lens[s], kv_lens[s]
+        if ql == 0:
+            continue
+        qpos = kl - ql + np.arange(ql)[:, None]
+        keep = np.arange(kl)[None, :] <= qpos
+        for hh in range(kh):
+            k = gather(kf, hh, table[s], kl, page_size)
+            v = gather(vf, hh, table[s], kl, page_size)
+            for gg in range(grp):
+                o[cu[s]:cu[s + 1], hh * grp + gg] = attend(
+                    f64(q[cu[s]:cu[s + 1], hh * grp + gg]), k, v, sm_scale, 0.0, keep)
+    params = {
+        "TQ": tq, "S": max_seqs, "H": h, "KH": kh, "D": d, "P": total_pages,
+        "page_size": page_size, "pages_per_seq": pages_per_seq, "bq": bq, "ppb": ppb,
+        "sm_scale": repr(float(sm_scale)), "T": "bf16",
+    }
+    inputs = {"kv_lens": lens, "page_indices": table, "cu_q_lens": cu_q_lens,
+              "num_seqs": np.array([n], np.int32), "q": q, "kv_pages": kv}
+    # f32 probabilities times bf16 values in f32 (JAX's promotion), a bf16
+    # output: 2^-9 relative from the output's rounding, and the scores of
+    # bf16 operands summed in f32; the library's bf16 tolerance covers it.
+    return case(name, "bench/ragged_paged_attention_jax.pk", None, params, inputs,
+                {"o": as_dtype(o, "bf16")}, {"rtol": 8e-3, "atol": 8e-3})
+
+
+def jax_ragged_cases():
+    return [
+        # Grouped heads (2 per kv head), key blocks of 2 pages: a prefill
+        # chunk (5 of 21), a decode token, a prefill of 12 of 40 that spans
+        # the two query blocks of 16 (the next step's first key block is
+        # copied during this step), a whole prefill of 14; a partial last
+        # page and a block past a sequence's last page; an unused table row.
+        jax_ragged_case("jax_ragged_bf16_gqa_ppb2_bq16", 4, 2, 16, 4, 16, 16, 2, 5,
+                        [5, 1, 12, 14], [21, 9, 40, 14]),
+        # One kv head (its words read without a stride), one page a block,
+        # query blocks of 8: a decode token of 33, a whole prefill of 7
+        # ending a block, 8 tokens of 20 filling the last block.
+        jax_ragged_case("jax_ragged_bf16_mqa_ppb1_bq8", 2, 1, 16, 3, 10, 8, 1, 3,
+                        [1, 7, 8], [33, 7, 20]),
+    ]

@@ -46,7 +46,9 @@ pub struct Schedule {
 impl Schedule {
     /// The kernel's own program: the computation with the most bundles that
     /// is not one of the runtime's wrappers (`TLP`, the late
-    /// initialisation and finalisation programs).
+    /// initialisation and finalisation programs) or one of XLA's layout
+    /// copies of an operand (`copy`, `copy.N`; a `[TQ, 5, 128]` bf16 query
+    /// is re-tiled by a copy that can outgrow the kernel).
     pub fn kernel(&self) -> Option<&KernelSchedule> {
         self.kernels
             .iter()
@@ -81,7 +83,11 @@ pub struct KernelSchedule {
 
 impl KernelSchedule {
     fn is_wrapper(&self) -> bool {
-        self.name == "TLP" || self.name.starts_with('<') || self.name.starts_with("late-")
+        self.name == "TLP"
+            || self.name.starts_with('<')
+            || self.name.starts_with("late-")
+            || self.name == "copy"
+            || self.name.starts_with("copy.")
     }
 
     /// The outermost loop with the most bundles: the grid's loop, when the

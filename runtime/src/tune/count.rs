@@ -98,6 +98,8 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
         smem: HashMap::new(),
         approximate: 0,
         ops_left: MAX_OPS,
+        waiting: false,
+        rounds: 0,
     };
     let extents: Vec<u64> = k
         .grid
@@ -194,6 +196,8 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
             }
         }
         let mut acc = Work::default();
+        c.waiting = false;
+        c.rounds = 0;
         if let Some(e) = k.body.entry {
             let mut env = vec![S::U; k.body.values.len()];
             for (p, g) in k.body.blocks[e].params.iter().zip(&grid) {
@@ -203,7 +207,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
         }
         w.dma_bytes += acc.dma_bytes;
         bytes += acc.dma_bytes;
-        let key = ClassKey::of(&acc, bytes);
+        let key = ClassKey::of(&acc, bytes, c.rounds);
         match classes.get(&key) {
             Some(&j) => w.classes[j].count += 1,
             None => {
@@ -214,6 +218,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                     vector_ops: acc.vector_ops,
                     transcendentals: acc.transcendentals,
                     bytes,
+                    dma_rounds: c.rounds,
                 });
             }
         }
@@ -249,10 +254,11 @@ struct ClassKey {
     vector_ops: u64,
     transcendentals: u64,
     bytes: u64,
+    dma_rounds: u64,
 }
 
 impl ClassKey {
-    fn of(w: &Work, bytes: u64) -> ClassKey {
+    fn of(w: &Work, bytes: u64, dma_rounds: u64) -> ClassKey {
         let mut dots: Vec<_> = w
             .dots
             .iter()
@@ -264,6 +270,7 @@ impl ClassKey {
             vector_ops: w.vector_ops.to_bits(),
             transcendentals: w.transcendentals.to_bits(),
             bytes,
+            dma_rounds,
         }
     }
 }
@@ -278,6 +285,11 @@ struct Counter<'a> {
     approximate: u64,
     /// Ops the count may still walk (see [`MAX_OPS`]).
     ops_left: u64,
+    /// Whether the last DMA or tile op of this step was a DMA wait, and
+    /// the step's rounds so far: a run of waits that tile work follows is
+    /// one round of the body's own pipeline.
+    waiting: bool,
+    rounds: u64,
 }
 
 impl Counter<'_> {
@@ -365,6 +377,13 @@ impl Counter<'_> {
                     self.forget(dst.target.index());
                     Vec::new()
                 }
+                OpKind::DmaWait { .. } => {
+                    if !self.waiting {
+                        self.waiting = true;
+                        self.rounds += 1;
+                    }
+                    Vec::new()
+                }
                 OpKind::Store(view, x, None) if f.ty(*x).is_scalar() => {
                     match self.position(view, env) {
                         Some(at) => {
@@ -381,7 +400,9 @@ impl Counter<'_> {
                     Vec::new()
                 }
                 _ => {
-                    work::leaf(f, o, 1, acc);
+                    if work::leaf(f, o, 1, acc) && !f.ty(o.results[0]).is_scalar() {
+                        self.waiting = false;
+                    }
                     vec![self.scalar(f, o, env)]
                 }
             };

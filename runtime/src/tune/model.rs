@@ -247,7 +247,11 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
         for c in &w.classes {
             let (compute_s, ideal_s) = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals);
             let copy_s = c.bytes as f64 / bw;
-            sum_s += c.count as f64 * (compute_s.max(copy_s) + STEP_OVERHEAD_S);
+            // A round of the body's own DMA pipeline (issue the next
+            // block's copies, wait for this one's) is the bookkeeping of a
+            // grid step again.
+            let rounds_s = c.dma_rounds as f64 * STEP_OVERHEAD_S;
+            sum_s += c.count as f64 * (compute_s.max(copy_s) + STEP_OVERHEAD_S + rounds_s);
             ideal += c.count as f64 * ideal_s;
             compute_total += c.count as f64 * compute_s;
             copy_total += c.count as f64 * copy_s;

@@ -164,6 +164,11 @@ pub struct WorkSeen {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub dma_bytes: u64,
+    /// Counted mode: the rounds of the body's own DMA pipeline (runs of
+    /// DMA waits that tile work follows), each charged a grid step's
+    /// overhead.
+    #[serde(default)]
+    pub dma_rounds: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,6 +202,7 @@ impl WorkSeen {
             bytes_in: w.bytes_in,
             bytes_out: w.bytes_out,
             dma_bytes: w.dma_bytes,
+            dma_rounds: w.classes.iter().map(|c| c.count * c.dma_rounds).sum(),
         }
     }
 

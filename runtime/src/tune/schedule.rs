@@ -15,6 +15,9 @@
 //! - A step takes `max(compute, copy) + overhead`: the pipeline
 //!   double-buffers every blocked operand, so the next step's copies
 //!   (bytes / the device's HBM bandwidth) overlap this step's compute.
+//!   Counted on inputs, each round of the body's own DMA pipeline (a
+//!   double-buffered loop over key blocks waits once per block) adds the
+//!   same overhead again: it is a grid step's bookkeeping, by hand.
 //! - The bundles outside the grid's loop run once, with the first blocks'
 //!   copies in and the last blocks' copies out; so do the loop's further
 //!   trips beyond the grid's steps that its exit test states (the
@@ -119,10 +122,10 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
     let steps = w.steps.max(1) as f64;
     let once_s = outside_bundles as f64 / clock + (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
     let static_compute = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals).0;
-    let step_s = |scale: f64, copy_s: f64| {
+    let step_s = |scale: f64, copy_s: f64, rounds: u64| {
         let compute_s = (fixed + variable * scale) / clock;
         (
-            compute_s.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S,
+            compute_s.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S * (1 + rounds) as f64,
             compute_s,
             copy_s,
         )
@@ -136,7 +139,7 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             } else {
                 1.0
             };
-            let (t, cs, ps) = step_s(scale, c.bytes as f64 / bw);
+            let (t, cs, ps) = step_s(scale, c.bytes as f64 / bw, c.dma_rounds);
             sum += c.count as f64 * t;
             comp += c.count as f64 * cs;
             copy += c.count as f64 * ps;
@@ -145,7 +148,7 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         (sum * share, comp, copy)
     } else if main.is_some() {
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
-        let (t, cs, ps) = step_s(1.0, copy_s);
+        let (t, cs, ps) = step_s(1.0, copy_s, 0);
         ((steps / cores_used).ceil() * t, cs * steps, ps * steps)
     } else {
         // No loop: the whole grid was unrolled into one straight program

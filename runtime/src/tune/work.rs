@@ -77,6 +77,11 @@ pub struct StepClass {
     /// Per step: bytes of the blocks copied in or written back at this
     /// step and moved by its DMAs.
     pub bytes: u64,
+    /// Per step: the rounds of the body's own DMA pipeline, each a run of
+    /// DMA waits that tile work follows (a double-buffered loop over key
+    /// blocks waits once per block): each costs what a grid step's
+    /// bookkeeping does.
+    pub dma_rounds: u64,
 }
 
 impl Work {
