@@ -120,11 +120,11 @@ pub(super) fn stage(
     a: &Args,
     name: &str,
     space: &Space,
+    configs: &[Config],
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
     given: &Given,
 ) -> Staged {
-    let configs = space.choose(a.budget, a.seed);
     let jobs = a
         .jobs
         .map(|j| j as usize)
@@ -174,7 +174,7 @@ pub(super) fn stage(
     outcomes.sort_by_key(|(i, _)| *i);
     Staged {
         target,
-        configs,
+        configs: configs.to_vec(),
         outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
     }
 }
