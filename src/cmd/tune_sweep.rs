@@ -452,7 +452,10 @@ pub(super) fn compile_module(
     target: TpuTarget,
     stablehlo: &str,
 ) -> (tune_ray::Compiled, Captured) {
-    match plugin.topology(target).and_then(|t| t.compile(stablehlo)) {
+    match plugin
+        .topology(target)
+        .and_then(|t| t.compile_for_tuning(stablehlo))
+    {
         Ok(ck) => (Ok((ck.generated_code_bytes, ck.memory_stats)), ck.schedule),
         Err(e) => (Err(refusal(&e)), Captured::Off),
     }
