@@ -1005,6 +1005,7 @@ const VMEM_CORPUS: &[VmemKernel] = &[
 const VMEM_GAPS: &[(&str, &str)] = &[
     // Stricter than libtpu: an f32 output block that the matmul adds into
     // in place, and the operand copies, count more than libtpu keeps.
+    // None is looser: pk accepts nothing in the corpus that libtpu refuses.
     (
         "matmul T=bf16 bk=1024 bn=1024 bm=1024 on v4 at 16 MiB",
         "compiles",
@@ -1017,16 +1018,17 @@ const VMEM_GAPS: &[(&str, &str)] = &[
         "flash_attention bk=1024 bq=2048 on v5e at 16 MiB",
         "compiles",
     ),
+    ("gmm tn=2048 tk=2048 tm=256 on tpu7x at 32 MiB", "compiles"),
+    // Stricter by design: pk counts an int8 matmul's whole i32 result,
+    // which libtpu's register allocator spills only in part (1.7 MiB of
+    // 16 here; all of it for a 1024 x 4096 result on v5p).
     (
-        "qmatmul_w8a8 M=2048 N=4096 K=4096 bk=4096 bn=256 bm=2048 on v6e at 32 MiB",
+        "qmatmul_w8a8 M=2048 N=4096 K=4096 bk=2048 bn=2048 bm=2048 on v5p at 64 MiB",
         "compiles",
     ),
-    ("gmm tn=2048 tk=2048 tm=256 on tpu7x at 32 MiB", "compiles"),
-    // Looser than libtpu: int8 blocks this large need more than pk counts
-    // (libtpu fails the build with its own VMEM error).
     (
-        "qmatmul_w8a8 M=2048 N=4096 K=4096 bk=2048 bn=4096 bm=1024 on v5p at 64 MiB",
-        "refuses, using 68.96 MiB",
+        "qmatmul_w8a8 M=2048 N=4096 K=4096 bk=1024 bn=1024 bm=2048 on v6e at 32 MiB",
+        "compiles",
     ),
 ];
 
