@@ -1204,3 +1204,41 @@ fn libtpu_agrees_with_the_vmem_budget_on_the_library_kernels() {
         new.join("\n")
     );
 }
+
+/// The estimate of an int8 matmul, by hand: `qmatmul_w8a8` with blocks
+/// bm = 1024, bk = 2048, bn = 4096 and bf16 output. Double-buffered
+/// blocks: x i8 [1024, 2048] 2 MiB, x_scale f32 [1024, 1] padded to 128
+/// lanes 512 KiB, w i8 [2048, 4096] 8 MiB, w_scale f32 [1, 4096] padded to
+/// 8 rows 128 KiB, out bf16 [1024, 4096] 8 MiB: 2 x 18.625 MiB = 37.25 MiB;
+/// the i32 accumulator 16 MiB; the matmul's i32 result 16 MiB (libtpu
+/// spills 15.95 MiB of it on v5p) and no operand copies; 64 KiB more on
+/// v5p for any matmul.
+#[test]
+fn the_vmem_estimate_of_an_int8_matmul_counts_its_result_and_no_copies() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/qmatmul.pk");
+    let params: Vec<(String, String)> = [
+        ("M", "2048"),
+        ("N", "4096"),
+        ("K", "4096"),
+        ("bm", "1024"),
+        ("bk", "2048"),
+        ("bn", "4096"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let mib = 1u64 << 20;
+    let blocks = 2 * (2 * mib + mib / 2 + 8 * mib + mib / 8 + 8 * mib) + 16 * mib;
+    for (target, fixed) in [(Target::V5p, 64 << 10), (Target::V6e, 0)] {
+        let m = pk_lang::compile_file(
+            &path,
+            &kernel_options("qmatmul_w8a8", target, &params, true),
+        )
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        assert_eq!(
+            pk_lang::check::rules::vmem_estimate(&m.kernels[0], target),
+            blocks + 16 * mib + fixed,
+            "{target}"
+        );
+    }
+}
