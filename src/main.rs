@@ -64,6 +64,10 @@ enum Command {
     /// pruning, libtpu AOT, a performance model or CPU timing) and cache
     /// the best for `build --tuned` and `run --tuned`.
     Tune(cmd::tune::Args),
+    /// What libtpu's schedule of one configuration says: the predicted
+    /// time, a grid step's critical unit, each .pk line's bundles and units
+    /// (text, --json, --html, --trace for Perfetto).
+    Profile(cmd::profile::Args),
     /// Compile StableHLO modules given as JSON on stdin with libtpu (what
     /// a Ray task of `pkc tune --ray` runs).
     #[command(hide = true)]
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Aot(a) => cmd::aot::run(a),
         Command::Tune(a) => cmd::tune::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
         Command::TuneWorker(a) => cmd::tune_ray::worker(a),
         Command::Completions(a) => cmd::completions::run(a, &mut Cli::command()),
         Command::Verify(a) => cmd::verify::run(a),

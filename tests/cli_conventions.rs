@@ -127,7 +127,9 @@ fn completions_for_each_shell() {
         let o = pkc(&["completions", shell]);
         assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
         let s = stdout(&o);
-        for sub in ["build", "check", "run", "test", "bench", "explain"] {
+        for sub in [
+            "build", "check", "run", "test", "bench", "explain", "profile",
+        ] {
             assert!(s.contains(sub), "{shell} completions lack `{sub}`");
         }
     }

@@ -75,3 +75,33 @@ fn numpy_cases() {
         }
     }
 }
+
+/// Cross-entropy at its default blocks, 256 rows by 2048 f32 columns
+/// (2 MiB, more than a core's L2 cache), runs in strips of rows: the
+/// temporaries of a grid step take a small part of one block, where whole
+/// block temporaries took several blocks. (The numbers of the strips are
+/// the `*_strips` cases of `numpy_cases`.)
+#[test]
+fn large_row_local_blocks_run_in_strips() {
+    const BLOCK: u32 = 256 * 2048 * 4;
+    for kernel in ["xent", "xent_bwd"] {
+        let opts = pk_lang::Options {
+            kernel: Some(kernel.to_string()),
+            params: [("N", "512"), ("V", "4096"), ("T", "f32")]
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            specialise: true,
+            ..Default::default()
+        };
+        let m = pk_lang::compile_file(&root().join("kernels/xent.pk"), &opts)
+            .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        let w = pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default())
+            .expect("lowers");
+        let temps = w.manifest.layout.temps_bytes;
+        assert!(
+            temps <= BLOCK / 4,
+            "{kernel}: {temps} bytes of temporaries for a block of {BLOCK}"
+        );
+    }
+}

@@ -97,6 +97,7 @@ def main():
         softmax_case("softmax_64x512", 64, 512, 16),
         softmax_case("softmax_32x1024_one_block", 32, 1024, 32),
         softmax_case("softmax_24x256_wide_range", 24, 256, 8, scale=80.0),
+        softmax_case("softmax_192x1024_strips", 192, 1024, 64),
     ]
     cases += layers.cases() + layers.more_cases() + attention.cases() + attention.bwd_cases()
     cases += gmm.cases() + qmatmul.cases()

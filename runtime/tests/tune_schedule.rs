@@ -50,6 +50,7 @@ fn program(trips: Option<u64>) -> KernelSchedule {
         ],
         units: vec![unit("MATMUL", 4, 1700), unit("VALU", 4, 500)],
         windows: vec![],
+        source: None,
     }
 }
 

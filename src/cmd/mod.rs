@@ -16,6 +16,7 @@ pub mod explain;
 pub mod interrupt;
 pub mod meta;
 pub mod output;
+pub mod profile;
 pub mod run;
 pub mod test;
 pub mod tune;

@@ -127,6 +127,11 @@ def cases():
         norm_bwd_case("layer_norm_bwd_f32_40x128_ragged", "ln", "f32", 40, 128, 16),
         norm_bwd_case("layer_norm_bwd_f32_24x128_residual", "ln", "f32", 24, 128, 8, residual=True),
         norm_bwd_case("layer_norm_bwd_bf16_32x128", "ln", "bf16", 32, 128, 16),
+        # Blocks of 256 KiB: strips of rows on the CPU reference (the
+        # backward's weight gradients sum over rows and stay whole).
+        norm_case("rms_norm_residual_f32_160x512_strips", "rms", "f32", 160, 512, 128, residual=True),
+        norm_case("layer_norm_bf16_128x512_strips", "ln", "bf16", 128, 512, 128),
+        norm_bwd_case("rms_norm_bwd_f32_160x512_strips", "rms", "f32", 160, 512, 128),
     ]
 
 
@@ -265,4 +270,9 @@ def more_cases():
         xent_bwd_case("xent_bwd_f32_16x1000_ragged_vocab", "f32", 16, 1000, 8, 256),
         xent_bwd_case("xent_bwd_bf16_16x512", "bf16", 16, 512, 16, 256),
         xent_bwd_case("xent_bwd_f32_20x384_softcap", "f32", 20, 384, 8, 128, soft_cap=5.0),
+        # Blocks of 256 KiB and more: the CPU reference runs them in strips
+        # of rows (ragged last row block, bf16 with a soft cap, backward).
+        xent_case("xent_f32_80x2048_strips", "f32", 80, 2048, 64, 1024),
+        xent_case("xent_bf16_64x2048_softcap_strips", "bf16", 64, 2048, 64, 1024, soft_cap=30.0, scale=8.0),
+        xent_bwd_case("xent_bwd_f32_64x2048_strips", "f32", 64, 2048, 64, 1024),
     ]

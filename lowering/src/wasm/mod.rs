@@ -9,7 +9,7 @@
 //! descriptors) that travel with the `.wasm`.
 //!
 //! ```text
-//! verify -> plan (tile buffers) -> layout (memory) -> emit (body, index maps, helpers)
+//! verify -> strips (row-local runs) -> plan (tile buffers) -> layout (memory) -> emit (body, index maps, helpers)
 //!        -> assemble -> validate (wasmparser)
 //! ```
 
@@ -21,6 +21,7 @@ mod fb;
 mod layout;
 mod math;
 mod plan;
+mod strip;
 #[cfg(test)]
 mod tests;
 
@@ -100,9 +101,13 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         message: e.message,
         span: e.span,
     })?;
+    // What each step does to its refs is the kernel's as written: strips
+    // (below) read and write the same elements, in loops.
+    let access = access::analyse(k);
+    let stripped = strip::rows(k);
+    let k = stripped.as_ref().unwrap_or(k);
     let plan = plan::plan(k, &|v, all_dot| emit::view_kind(k, v, all_dot));
     let (mut slots, mut layout) = layout::refs(k, opts.target, 4 * dma_arg_slots(&k.body))?;
-    let access = access::analyse(k);
     let mxu_only = access::mxu_only(k, &plan);
     for (i, s) in slots.iter_mut().enumerate() {
         s.written = access.written[i];

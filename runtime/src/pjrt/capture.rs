@@ -69,20 +69,32 @@ pub(crate) struct CaptureDir {
     running: Mutex<usize>,
     /// The number of the next named compile's module.
     next: AtomicU64,
+    /// Whether libtpu also dumps what maps the program back to `.pk` lines
+    /// (see [`crate::schedule::attrib`]).
+    source: bool,
+    /// Where the next exclusive compile's dump is moved instead of being
+    /// deleted.
+    keep: Mutex<Option<PathBuf>>,
 }
 
 /// The prefix of a named compile's module.
 const NAMED: &str = "pkcap_";
 
 /// The `LIBTPU_INIT_ARGS` flags that make libtpu dump the final program of
-/// every computation into `dir`, one folder per module and computation.
-fn flags(dir: &Path) -> String {
-    format!(
+/// every computation into `root/dump`, one folder per module and
+/// computation; with `source`, each operation annotated with the `.pk`
+/// location of the Mosaic operation it comes from.
+fn flags(root: &Path, source: bool) -> String {
+    let mut f = format!(
         "--xla_jf_dump_to={} --xla_jf_dump_llo_text=true \
          --xla_jf_dump_llo_pass_label_regex=final_bundles|final_hlo-static \
          --xla_jf_dump_use_subdirectories=true",
-        dir.display()
-    )
+        root.join("dump").display()
+    );
+    if source {
+        f.push_str(" --xla_mosaic_enable_llo_source_annotations=true");
+    }
+    f
 }
 
 impl CaptureDir {
@@ -90,7 +102,7 @@ impl CaptureDir {
     /// `LIBTPU_INIT_ARGS`; called before libtpu is loaded, under the plugin
     /// lock. `Err` (why) when the user's own `LIBTPU_INIT_ARGS` dumps
     /// already: their dump is left alone and nothing is captured.
-    pub(crate) fn arm() -> Result<CaptureDir, String> {
+    pub(crate) fn arm(source: bool) -> Result<CaptureDir, String> {
         let given = std::env::var("LIBTPU_INIT_ARGS").unwrap_or_default();
         if given.contains("xla_jf_dump_to") {
             return Err(
@@ -103,9 +115,9 @@ impl CaptureDir {
         let root =
             std::env::temp_dir().join(format!("pk-schedule-{}-{nonce:x}", std::process::id()));
         let args = if given.trim().is_empty() {
-            flags(&root.join("dump"))
+            flags(&root, source)
         } else {
-            format!("{given} {}", flags(&root.join("dump")))
+            format!("{given} {}", flags(&root, source))
         };
         std::env::set_var("LIBTPU_INIT_ARGS", args);
         Ok(CaptureDir {
@@ -113,6 +125,8 @@ impl CaptureDir {
             lock: RwLock::new(()),
             running: Mutex::new(0),
             next: AtomicU64::new(0),
+            source,
+            keep: Mutex::new(None),
         })
     }
 
@@ -126,14 +140,17 @@ impl CaptureDir {
         Ok(())
     }
 
-    /// Counts a capturing compile out, deleting `root` after the last.
+    /// Counts a capturing compile out, deleting `root` after the last (an
+    /// exclusive compile may have moved it away whole).
     fn leave(&self) -> std::io::Result<()> {
         let mut n = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         *n -= 1;
-        if *n == 0 {
-            std::fs::remove_dir_all(&self.root)
-        } else {
-            Ok(())
+        if *n > 0 {
+            return Ok(());
+        }
+        match std::fs::remove_dir_all(&self.root) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r,
         }
     }
 
@@ -145,11 +162,22 @@ impl CaptureDir {
             return (compile(), self.cannot_create(e));
         }
         let out = compile();
-        let read = schedule::parse_dir(&self.root.join("dump"));
-        (
-            out,
-            self.conclude(read, std::fs::remove_dir_all(self.root.join("dump"))),
-        )
+        let read = schedule::parse_dir_with(&self.root.join("dump"), self.source);
+        let keep = self
+            .keep
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // A dump asked to be kept is moved whole (the folder is created by
+        // pk, private, and not yet there: rename fails otherwise); no other
+        // capturing compile runs, so the whole folder is this compile's.
+        let removed = match keep {
+            Some(to) => std::fs::rename(&self.root, &to).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(self.root.join("dump"));
+            }),
+            None => std::fs::remove_dir_all(self.root.join("dump")),
+        };
+        (out, self.conclude(read, removed))
     }
 
     /// Runs `compile` on `stablehlo` with its module renamed to one of its
@@ -174,7 +202,7 @@ impl CaptureDir {
         let own = self.root.join(&module);
         let moved = move_module(&self.root.join("dump"), &module, &own);
         let read = match moved {
-            Ok(()) => schedule::parse_dir(&own),
+            Ok(()) => schedule::parse_dir_with(&own, self.source),
             Err(e) => Err(schedule::FormatError {
                 file: own.display().to_string(),
                 line: 0,
@@ -278,6 +306,22 @@ impl Plugin {
             ),
             Some(Err(why)) => Some(why.clone()),
             Some(Ok(_)) => None,
+        }
+    }
+
+    /// Whether compiles also keep what maps the schedule to `.pk` lines
+    /// ([`Plugin::load_profiling`]).
+    pub fn capturing_source(&self) -> bool {
+        matches!(&self.capture, Some(Ok(c)) if c.source)
+    }
+
+    /// Moves the next captured compile's raw dump to `to` (a path that does
+    /// not exist yet, on the temporary directory's file system) instead of
+    /// deleting it. Does nothing without capture. Only a compile that
+    /// captures alone ([`Plugin::capture`]) moves it.
+    pub fn keep_next_dump(&self, to: PathBuf) {
+        if let Some(Ok(c)) = &self.capture {
+            *c.keep.lock().unwrap_or_else(PoisonError::into_inner) = Some(to);
         }
     }
 

@@ -162,7 +162,7 @@ pub enum PjrtError {
     #[diagnostic(
         code(PK2013),
         severity(Warning),
-        help("the prediction is the roofline model's (as --eval model) and the compiled kernel is unaffected; pk reads the dumps of libtpu {version}, and leaves a dump that LIBTPU_INIT_ARGS asks for to its owner")
+        help("without the schedule the prediction is the roofline model's (as --eval model); without its source locations `pkc profile` shows no per-line figures; the compiled kernel is unaffected; pk reads the dumps of libtpu {version}, and leaves a dump that LIBTPU_INIT_ARGS asks for to its owner")
     )]
     ScheduleUnreadable {
         kernel: String,
@@ -304,10 +304,11 @@ pub const EXPLANATIONS: &[Explanation] = &[
                read what libtpu wrote: a file was missing, a line was not in the format pk \
                knows, or LIBTPU_INIT_ARGS already asks libtpu for a dump of its own (pk \
                leaves that one alone).",
-        why: "`pkc tune --eval schedule` and the AOT report's `schedule` read the compiler's own \
-              program; a libtpu whose dump format changed could make pk count wrong numbers, so \
-              pk refuses the whole dump instead and falls back to the roofline model. The \
-              compiled kernel is not affected.",
+        why: "`pkc tune --eval schedule`, `pkc profile` and the AOT report's `schedule` read the \
+              compiler's own program; a libtpu whose dump format changed could make pk count \
+              wrong numbers, so pk refuses the whole dump instead and falls back to the roofline \
+              model (or, when only the source locations `pkc profile` asks for do not read, \
+              shows no per-line figures). The compiled kernel is not affected.",
         example: "$ PK_LIBTPU=/opt/new/libtpu.so pkc tune k.pk --eval schedule\n\
                   warning[PK2013]: libtpu's schedule of `k` for v5e could not be read, so the \
                   roofline model ranks it: k-final_bundles.txt:12: expected a known marker, not `LX`\n\

@@ -152,7 +152,7 @@ impl Plugin {
         explicit: Option<&Path>,
         verbose: bool,
     ) -> Result<&'static Plugin, PjrtError> {
-        Plugin::load_with(explicit, verbose, false)
+        Plugin::load_with(explicit, verbose, None)
     }
 
     /// [`Plugin::load_logged`], with libtpu told to keep the schedule of
@@ -163,13 +163,24 @@ impl Plugin {
         explicit: Option<&Path>,
         verbose: bool,
     ) -> Result<&'static Plugin, PjrtError> {
-        Plugin::load_with(explicit, verbose, true)
+        Plugin::load_with(explicit, verbose, Some(false))
     }
 
+    /// [`Plugin::load_capturing`], with libtpu also told to dump what maps
+    /// the schedule back to `.pk` lines (`pkc profile`; slower compiles).
+    pub fn load_profiling(
+        explicit: Option<&Path>,
+        verbose: bool,
+    ) -> Result<&'static Plugin, PjrtError> {
+        Plugin::load_with(explicit, verbose, Some(true))
+    }
+
+    /// `capture`: `None` for none, `Some(source)` for the schedule, with
+    /// the source mapping when `source`.
     fn load_with(
         explicit: Option<&Path>,
         verbose: bool,
-        capture: bool,
+        capture: Option<bool>,
     ) -> Result<&'static Plugin, PjrtError> {
         let path = locate_libtpu(explicit)?;
         // One libtpu per process: a plugin already loaded answers first, so
@@ -218,7 +229,7 @@ impl Plugin {
         }
     }
 
-    fn open(path: &Path, capture: bool) -> Result<Plugin, PjrtError> {
+    fn open(path: &Path, capture: Option<bool>) -> Result<Plugin, PjrtError> {
         // This runs before libtpu is loaded and under the plugin lock, so no
         // libtpu thread reads the environment yet.
         set_default_env("TPU_SKIP_MDS_QUERY", "1");
@@ -235,7 +246,7 @@ impl Plugin {
             set_default_env("ALLOW_MULTIPLE_LIBTPU_LOAD", "1");
         }
         // libtpu reads its dump flags once, as it initialises.
-        let capture = capture.then(super::capture::CaptureDir::arm);
+        let capture = capture.map(super::capture::CaptureDir::arm);
         let started = Instant::now();
         let load_err = |reason: String| PjrtError::LibtpuLoad {
             path: path.display().to_string(),

@@ -24,10 +24,11 @@
 //! exit, nested loops included; `trips` is set only when the program states
 //! it (a pipelined window's `iteration_bounds`).
 
+pub mod attrib;
 pub mod cache;
 mod parse;
 
-pub use parse::{parse_dir, parse_kernel, FormatError};
+pub use parse::{parse_dir, parse_dir_with, parse_kernel, FormatError};
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,11 @@ pub struct KernelSchedule {
     /// The windows of the operands libtpu pipelines (one per DMA with a
     /// window descriptor), in program order.
     pub windows: Vec<Window>,
+    /// The program's operations by bundle with their `.pk` lines, when the
+    /// compile dumped what maps them (`pkc profile`), or why not. Not
+    /// stored: it is as large as the program.
+    #[serde(skip)]
+    pub source: Option<Result<attrib::Attribution, String>>,
 }
 
 impl KernelSchedule {

@@ -27,7 +27,7 @@ impl fmt::Display for FormatError {
     }
 }
 
-fn err(file: &Path, line: usize, expected: impl Into<String>) -> FormatError {
+pub(super) fn err(file: &Path, line: usize, expected: impl Into<String>) -> FormatError {
     FormatError {
         file: file.file_name().map_or_else(
             || file.display().to_string(),
@@ -54,6 +54,13 @@ const UTILIZATION: &str = "-final_hlo-static-per-bundle-utilization.txt";
 /// `--xla_jf_dump_use_subdirectories`: one folder per computation, under
 /// one per module). Computations are named by their folder.
 pub fn parse_dir(dir: &Path) -> Result<Schedule, FormatError> {
+    parse_dir_with(dir, false)
+}
+
+/// [`parse_dir`], and with `source` each computation's operations with
+/// their `.pk` lines ([`super::attrib`]), from the source annotations of a
+/// dump asked for them.
+pub fn parse_dir_with(dir: &Path, source: bool) -> Result<Schedule, FormatError> {
     let mut found: BTreeMap<String, Files> = BTreeMap::new();
     collect(dir, &mut found).map_err(|e| err(dir, 0, format!("a readable dump ({e})")))?;
     if found.is_empty() {
@@ -73,7 +80,11 @@ pub fn parse_dir(dir: &Path) -> Result<Schedule, FormatError> {
         let b = need(files.bundles, BUNDLES)?;
         let a = need(files.analysis, ANALYSIS)?;
         let u = need(files.utilization, UTILIZATION)?;
-        let mut k = parse_kernel(&read(&b)?, &b, &read(&a)?, &a, &read(&u)?, &u)?;
+        let bundles_text = read(&b)?;
+        let mut k = parse_kernel(&bundles_text, &b, &read(&a)?, &a, &read(&u)?, &u)?;
+        if source {
+            k.source = Some(super::attrib::attribute(&bundles_text, &b).map_err(|e| e.to_string()));
+        }
         k.name = name;
         kernels.push(k);
     }
@@ -212,6 +223,7 @@ pub fn parse_kernel(
         loops,
         units: unit_uses,
         windows: program.windows,
+        source: None,
     })
 }
 
@@ -315,14 +327,14 @@ struct Program {
 /// decimal (`0`) or hexadecimal (`0x1f`); the marker (`LB`, `PF`, ...) is
 /// optional; each `>` is one level of loop nesting (an empty bundle, `{}`,
 /// is printed without it).
-struct BundleLine<'a> {
-    address: u64,
-    marker: &'a str,
-    depth: u32,
-    body: &'a str,
+pub(super) struct BundleLine<'a> {
+    pub(super) address: u64,
+    pub(super) marker: &'a str,
+    pub(super) depth: u32,
+    pub(super) body: &'a str,
 }
 
-fn bundle_line(line: &str) -> Option<BundleLine<'_>> {
+pub(super) fn bundle_line(line: &str) -> Option<BundleLine<'_>> {
     let t = line.trim_start();
     let (addr, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
     let address = match addr.strip_prefix("0x") {
