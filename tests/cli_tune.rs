@@ -199,6 +199,109 @@ fn every_flash_attention_configuration_the_checker_keeps_compiles_with_libtpu() 
     }
 }
 
+/// A copy over a 4 x 4 space of which the `where` keeps 6.
+const CONSTRAINED: &str = "\
+kernel copy<
+    M = 64,
+    N = 1024,
+    bm = 8 in [8, 16, 32, 64],
+    bn = 128 in [128, 256, 512, 1024],
+>(
+    x: f32[M, N] block [bm, bn] at (i, j),
+) -> y: f32[M, N] block [bm, bn] at (i, j)
+grid (i in M / bm parallel, j in N / bn parallel)
+where bm * bn <= 4096
+{
+    y[..] = x[..];
+}
+";
+
+#[test]
+fn the_where_constraints_filter_the_space_before_the_budget_samples_it() {
+    let dir = TempDir::new("tune-where");
+    let src = dir.file("copy.pk", CONSTRAINED.as_bytes());
+    let tune = |budget: &str| {
+        let o = pkc_cached(
+            &dir.path().join("cache"),
+            &[
+                "tune",
+                src.to_str().expect("UTF-8 path"),
+                "--no-aot",
+                "--force",
+                "--json",
+                "--budget",
+                budget,
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        (json_lines(&o).remove(0), stderr(&o))
+    };
+    // bm * bn <= 4096, counted by hand: bm = 8 with bn 128, 256, 512;
+    // bm = 16 with 128, 256; bm = 32 with 128. Six of sixteen.
+    let legal = [
+        (8, 128),
+        (8, 256),
+        (8, 512),
+        (16, 128),
+        (16, 256),
+        (32, 128),
+    ];
+    let tried = |r: &serde_json::Value| -> Vec<(i64, i64)> {
+        let mut v: Vec<(i64, i64)> = r["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| {
+                let get = |n: &str| p["params"][n].as_i64().expect("a number");
+                (get("bm"), get("bn"))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // A budget over the legal count tries every legal configuration and
+    // nothing else.
+    let (r, err) = tune("64");
+    assert_eq!(r["space"], 16, "{r}");
+    assert_eq!(tried(&r), legal, "{r}");
+    assert_eq!(r["ranked"], 6, "{r}");
+    assert_eq!(r["pruned"], serde_json::json!({}), "{r}");
+    assert!(
+        err.contains(
+            "the `where` constraints exclude 10 of the 16 configurations considered; 6 tried"
+        ),
+        "{err}"
+    );
+    // A budget of 4 draws 4 legal ones, the default among them, whatever
+    // the seed: no slot is spent on a configuration the `where` refuses.
+    for seed in ["0", "1", "2", "3"] {
+        let o = pkc_cached(
+            &dir.path().join("cache"),
+            &[
+                "tune",
+                src.to_str().expect("UTF-8 path"),
+                "--no-aot",
+                "--force",
+                "--json",
+                "--budget",
+                "4",
+                "--seed",
+                seed,
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let r = json_lines(&o).remove(0);
+        let got = tried(&r);
+        assert_eq!(got.len(), 4, "seed {seed}: {r}");
+        assert_eq!(r["ranked"], 4, "seed {seed}: {r}");
+        assert!(got.contains(&(8, 128)), "seed {seed}: the default: {got:?}");
+        assert!(
+            got.iter().all(|c| legal.contains(c)),
+            "seed {seed}: {got:?}"
+        );
+    }
+}
+
 #[test]
 fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     if !have_libtpu() {
@@ -211,9 +314,11 @@ fn tune_caches_the_best_and_build_and_run_use_it_until_the_source_changes() {
     let o = pkc_cached(&cache, &["tune", src_arg, "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let r = &json_lines(&o)[0];
-    // bm=16 bn=256 breaks the `where` (4096 > 2048): PK0262, not tried
-    // further; three configurations are ranked.
-    assert_eq!(r["pruned"]["PK0262"], 1, "{r}");
+    // bm=16 bn=256 breaks the `where` (4096 > 2048): it is filtered out
+    // before the space is sampled, so three configurations are tried and
+    // ranked, and none is pruned.
+    assert_eq!(r["tried"], 3, "{r}");
+    assert_eq!(r["pruned"], serde_json::json!({}), "{r}");
     assert_eq!(r["ranked"], 3);
     let best = r["best"][0]["params"].clone();
     let cached = r["cache"].as_str().expect("the cache file");
@@ -551,7 +656,14 @@ fn inside(r: &El, x: f64, y: f64) -> bool {
 #[test]
 fn plot_draws_time_against_each_tuned_parameter_of_every_target() {
     let dir = TempDir::new("tune-plot");
-    let src = dir.file("copy.pk", COPY.as_bytes());
+    // The copy with its constraint as an assertion: a `where` would keep
+    // bm=16 bn=256 out of the space, and the plot is to show one pruned.
+    let asserted = COPY.replace(
+        "where bm * bn <= 2048",
+        "assert(bm * bn <= 2048, \"a block of 2048 at most\")",
+    );
+    assert_ne!(asserted, COPY);
+    let src = dir.file("copy.pk", asserted.as_bytes());
     let plot = dir.path().join("space.svg");
     let args = |plot: &Path| -> Vec<String> {
         [
@@ -617,7 +729,7 @@ fn plot_draws_time_against_each_tuned_parameter_of_every_target() {
             // Two candidates, two time ticks or more, and the strip's name.
             assert!(ticks.len() >= 5, "{param}: {ticks:?}");
             // Every configuration tried is a mark in the frame: three
-            // ranked, one pruned by the `where`.
+            // ranked, one pruned by the assertion.
             let points = p.find("point");
             assert_eq!(points.len(), 4, "{which} {param}");
             assert_eq!(p.find("ranked").len(), 3, "{which} {param}");

@@ -346,6 +346,69 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
 }
 
 #[test]
+fn concurrent_compiles_each_capture_their_own_schedule() {
+    if !have_libtpu() {
+        return;
+    }
+    // The three 4096^3 matmul blocks whose whole programs
+    // TPU_TOOLCHAIN.md section 7 measured on v5e with libtpu 0.0.51: 724,
+    // 3,982 and 16,735 bundles. A `where` keeps exactly them, and three
+    // threads compile them at the same time; a schedule read from another
+    // compile's files would give another count.
+    let tmp = TempDir::new("sched-concurrent");
+    let text = std::fs::read_to_string(root().join("kernels/matmul.pk")).expect("matmul.pk");
+    let grid = text.find("\ngrid ").expect("the grid clause");
+    let end = grid + 1 + text[grid + 1..].find('\n').expect("its line");
+    let mut src = text.clone();
+    src.insert_str(
+        end,
+        "\nwhere (bm == 256 && bn == 256 && bk == 512) || (bm == 512 && bn == 512 && bk == 1024) \
+         || (bm == 1024 && bn == 1024 && bk == 1024)",
+    );
+    let file = tmp.path().join("matmul3.pk");
+    std::fs::write(&file, &src).expect("written");
+    let args = [
+        "tune",
+        file.to_str().unwrap(),
+        "-p",
+        "M=4096",
+        "-p",
+        "N=4096",
+        "-p",
+        "K=4096",
+        "-t",
+        "v5e",
+        "--json",
+        "-j",
+        "3",
+    ];
+    let o = pkc_env(tmp.path(), &[], &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        named(tmp.path(), "pk-schedule-").is_empty(),
+        "dump left behind"
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(r["evaluator"], "schedule", "{r}");
+    assert_eq!(r["ranked"], 3, "{r}");
+    assert!(r.get("schedule_fallbacks").is_none(), "{r}");
+    let mut totals: Vec<(u64, u64)> = r["best"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let s = &row["schedule"];
+            let bm = row["params"]["bm"].as_u64().unwrap();
+            let whole =
+                s["step_bundles"].as_u64().unwrap() + s["outside_bundles"].as_u64().unwrap();
+            (bm, whole)
+        })
+        .collect();
+    totals.sort();
+    assert_eq!(totals, [(256, 724), (512, 3982), (1024, 16735)], "{r}");
+}
+
+#[test]
 fn an_unreadable_schedule_falls_back_to_the_roofline_with_pk2013() {
     if !have_libtpu() {
         return;

@@ -111,7 +111,7 @@ pub fn compile_embedded(files: &[(String, String)], opts: &Options) -> Result<ir
     on_compiler_stack(|| compile_here(name, text, modules.clone(), opts, Stage::Kernels)).map(|c| {
         match c {
             Compiled::Module(m) => m,
-            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+            _ => unreachable!("the kernel stage returns a module"),
         }
     })
 }
@@ -214,7 +214,7 @@ fn compile_in(
     on_compiler_stack(|| compile_here(name, text, Loaded::disk(dir.clone()), opts, Stage::Kernels))
         .map(|c| match c {
             Compiled::Module(m) => m,
-            Compiled::Params(_) => unreachable!("the kernel stage returns a module"),
+            _ => unreachable!("the kernel stage returns a module"),
         })
 }
 
@@ -232,8 +232,48 @@ pub fn kernel_params(
     on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, Stage::Params))
         .map(|c| match c {
             Compiled::Params(p) => p,
-            Compiled::Module(_) => unreachable!("the parameter stage returns parameters"),
+            _ => unreachable!("the parameter stage returns parameters"),
         })
+}
+
+/// For each configuration (one value per name in `names`, set on top of
+/// `opts.params`), whether the selected kernel's `where` constraints hold.
+/// The file is read and parsed once, and only the kernel's parameters and
+/// constraints are checked per configuration, so a tuner can filter a
+/// large space before it samples it. A configuration whose parameters have
+/// errors of their own counts as holding: its full check reports them.
+pub fn where_holds(
+    path: &Path,
+    opts: &Options,
+    names: &[String],
+    configs: &[Vec<i64>],
+) -> Result<Vec<bool>, Failure> {
+    let name = path.to_string_lossy().to_string();
+    let text = read_source(path)?;
+    let dir = path.parent().map(Path::to_path_buf);
+    let stage = Stage::Wheres(names, configs);
+    on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, stage)).map(
+        |c| match c {
+            Compiled::Holds(h) => h,
+            _ => unreachable!("the constraint stage returns one answer per configuration"),
+        },
+    )
+}
+
+/// `v` as an integer literal expression at `span`.
+fn int_literal(v: i64, span: Span) -> ast::Expr {
+    let lit = ast::Expr {
+        kind: ast::ExprKind::Int(v.unsigned_abs()),
+        span,
+    };
+    if v >= 0 {
+        lit
+    } else {
+        ast::Expr {
+            kind: ast::ExprKind::Unary(ast::UnOp::Neg, Box::new(lit)),
+            span,
+        }
+    }
 }
 
 /// Runs `f` on a thread with the compiler's stack.
@@ -253,14 +293,18 @@ fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send + Clone) -> T {
 
 /// How far [`compile_here`] goes.
 #[derive(Clone, Copy, PartialEq)]
-enum Stage {
+enum Stage<'a> {
     Params,
     Kernels,
+    /// The `where` constraints of the selected kernel, once per
+    /// configuration: values of the named parameters.
+    Wheres(&'a [String], &'a [Vec<i64>]),
 }
 
 enum Compiled {
     Module(ir::Module),
     Params(Vec<(String, Vec<ir::Param>)>),
+    Holds(Vec<bool>),
 }
 
 fn compile_here(
@@ -268,7 +312,7 @@ fn compile_here(
     text: &str,
     modules: Loaded,
     opts: &Options,
-    stage: Stage,
+    stage: Stage<'_>,
 ) -> Result<Compiled, Failure> {
     // Offsets count from after a byte-order mark, as editors count columns.
     let text = files::strip_bom(text);
@@ -385,6 +429,40 @@ fn compile_here(
     };
     let mut ck = check::Checker::new(&program, opts.target);
     ck.skip_tpu_rules = opts.skip_tpu_rules;
+    if let Stage::Wheres(names, configs) = stage {
+        let constrained = |d: &ast::KernelDecl| {
+            d.clauses
+                .iter()
+                .any(|c| matches!(c, ast::Clause::Where(..)))
+        };
+        let Some((_, decl)) = selected.first().filter(|(_, d)| constrained(d)) else {
+            return Ok(Compiled::Holds(vec![true; configs.len()]));
+        };
+        let at = Span::new(root, 0, 0);
+        let holds = configs
+            .iter()
+            .map(|c| {
+                let mut values: Vec<(String, check::Expr2)> = param_exprs
+                    .iter()
+                    .filter(|(n, _)| !names.contains(n))
+                    .cloned()
+                    .collect();
+                for (n, &v) in names.iter().zip(c) {
+                    let expr = int_literal(v, at);
+                    values.push((
+                        n.clone(),
+                        check::Expr2 {
+                            expr,
+                            text: v.to_string(),
+                        },
+                    ));
+                }
+                let mut ck = check::Checker::new(&program, opts.target);
+                check::wheres_hold(&mut ck, resolve::ModId(0), decl, &spec, &values)
+            })
+            .collect();
+        return Ok(Compiled::Holds(holds));
+    }
     if stage == Stage::Params {
         let params: Vec<(String, Vec<ir::Param>)> = selected
             .iter()

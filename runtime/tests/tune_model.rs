@@ -253,6 +253,117 @@ fn spaces_enumerate_in_row_major_order_and_sample_deterministically() {
     assert_eq!(space.describe(&[512, 256]), "bm=512 bk=256");
 }
 
+/// A space of `bm` and `bn` in {1, 2, 4, 8}, default (2, 2).
+fn square_space() -> Space {
+    let axis = |name: &str| Axis {
+        name: name.into(),
+        candidates: vec![1, 2, 4, 8],
+        default: Some(2),
+    };
+    Space {
+        axes: vec![axis("bm"), axis("bn")],
+    }
+}
+
+#[test]
+fn constraints_filter_the_space_before_a_sample_is_drawn() {
+    let space = square_space();
+    // bm * bn <= 8 holds for 10 of the 16, counted by hand: bm = 1 with
+    // any bn (4), bm = 2 with 1, 2, 4 (3), bm = 4 with 1, 2 (2), bm = 8
+    // with 1 (1).
+    let small = |cs: &[Vec<i64>]| cs.iter().map(|c| c[0] * c[1] <= 8).collect::<Vec<_>>();
+    let want: Vec<Vec<i64>> = vec![
+        vec![1, 1],
+        vec![1, 2],
+        vec![1, 4],
+        vec![1, 8],
+        vec![2, 1],
+        vec![2, 2],
+        vec![2, 4],
+        vec![4, 1],
+        vec![4, 2],
+        vec![8, 1],
+    ];
+    // A budget at or over the legal count: every legal one, in order.
+    assert_eq!(space.choose_legal(10, 7, small), want);
+    assert_eq!(space.choose_legal(16, 7, small), want);
+    // A smaller budget: that many legal ones, distinct, the default first,
+    // for every seed (unfiltered, a sample of 4 from 16 with 6 illegal
+    // ones would often hold fewer than 4 legal ones).
+    for seed in 0..200 {
+        let got = space.choose_legal(4, seed, small);
+        assert_eq!(got.len(), 4, "seed {seed}: {got:?}");
+        assert_eq!(got[0], vec![2, 2], "seed {seed}: the default first");
+        for c in &got {
+            assert!(want.contains(c), "seed {seed}: {c:?} is illegal");
+        }
+        let mut d = got.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 4, "seed {seed}: {got:?}");
+    }
+    // An illegal default is not drawn; the diagonal bm == bn holds 4.
+    let diagonal_not_2 = |cs: &[Vec<i64>]| {
+        cs.iter()
+            .map(|c| c[0] == c[1] && c[0] != 2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        space.choose_legal(8, 1, diagonal_not_2),
+        vec![vec![1, 1], vec![4, 4], vec![8, 8]]
+    );
+    let two = space.choose_legal(2, 1, diagonal_not_2);
+    assert_eq!(two.len(), 2);
+    assert!(two.iter().all(|c| c[0] == c[1] && c[0] != 2), "{two:?}");
+    // Nothing legal: nothing to try.
+    assert!(space
+        .choose_legal(4, 0, |cs| vec![false; cs.len()])
+        .is_empty());
+    // Everything legal: the sample `choose` draws.
+    for seed in 0..20 {
+        assert_eq!(
+            space.choose_legal(5, seed, |cs| vec![true; cs.len()]),
+            space.choose(5, seed)
+        );
+    }
+}
+
+#[test]
+fn constraints_filter_a_space_too_large_to_enumerate_by_drawing() {
+    // 4096 * 4096 configurations, over the enumeration limit; a quarter
+    // are legal (both values even), and the default (2, 2) is one.
+    let axis = |name: &str| Axis {
+        name: name.into(),
+        candidates: (1..=4096).collect(),
+        default: Some(2),
+    };
+    let space = Space {
+        axes: vec![axis("a"), axis("b")],
+    };
+    assert!(space.size() > pk_runtime::tune::space::ENUMERATED);
+    let even = |cs: &[Vec<i64>]| {
+        cs.iter()
+            .map(|c| c[0] % 2 == 0 && c[1] % 2 == 0)
+            .collect::<Vec<_>>()
+    };
+    let got = space.choose_legal(50, 3, even);
+    assert_eq!(got.len(), 50);
+    assert_eq!(got[0], vec![2, 2]);
+    assert!(
+        got.iter().all(|c| c[0] % 2 == 0 && c[1] % 2 == 0),
+        "{got:?}"
+    );
+    let mut d = got.clone();
+    d.sort();
+    d.dedup();
+    assert_eq!(d.len(), 50);
+    assert_eq!(
+        got,
+        space.choose_legal(50, 3, even),
+        "the same seed, the same sample"
+    );
+}
+
 #[test]
 fn successive_halving_keeps_the_true_best_under_noise_and_spends_less() {
     // Configuration i takes (1 + i/10) s; a single timing is off by up to

@@ -39,7 +39,7 @@ use pk_runtime::package::build;
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 use pk_runtime::tune::cache::{self, Entry};
 use pk_runtime::tune::report::Report;
-use pk_runtime::tune::space::{Axis, Space};
+use pk_runtime::tune::space::{Axis, Config, Space};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -275,6 +275,10 @@ pub fn run(mut a: Args) -> u8 {
         });
         return EXIT_ERRORS;
     }
+    let configs = match choose(&a, &name, &space, first) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     // The plot's destination is checked (and its temporary file made)
     // before anything is tuned.
     let plot = match a.plot.as_deref().map(super::output::Output::prepare) {
@@ -289,6 +293,7 @@ pub fn run(mut a: Args) -> u8 {
         name: &name,
         params: &params,
         space: &space,
+        configs: &configs,
         settings: &settings,
     };
     let plans = plan(&a, &req, dir.as_deref());
@@ -314,7 +319,7 @@ pub fn run(mut a: Args) -> u8 {
     let mut ray = None;
     if let (Some(address), Some(s)) = (&a.ray, &sweep) {
         for &target in &todo {
-            staged.push(stage(&a, &name, &space, target, None, &s.given));
+            staged.push(stage(&a, &name, &space, &configs, target, None, &s.given));
         }
         match compile_on_ray(address, a.libtpu.as_deref(), &name, &mut staged) {
             Ok(u) => ray = Some(u),
@@ -340,7 +345,7 @@ pub fn run(mut a: Args) -> u8 {
             (Plan::Tune, Some(s)) => {
                 let st = match staged.next() {
                     Some(st) => st,
-                    None => stage(&a, &name, &space, target, s.plugin, &s.given),
+                    None => stage(&a, &name, &space, &configs, target, s.plugin, &s.given),
                 };
                 let aot = s.plugin.is_some() || ray.is_some();
                 let r = finish(&a, &space, st, aot, ray.clone(), s.device.as_ref());
@@ -409,6 +414,9 @@ struct Request<'a> {
     /// The kernel's parameters, as resolved.
     params: &'a [ir::Param],
     space: &'a Space,
+    /// The configurations tried: the space filtered by the kernel's
+    /// `where` constraints, then sampled.
+    configs: &'a [Config],
     settings: &'a cache::Settings,
 }
 
@@ -422,7 +430,7 @@ impl Request<'_> {
 /// with the same settings and configurations tried, unless `--force`. A
 /// damaged entry is warned about and tuned again.
 fn plan(a: &Args, req: &Request<'_>, dir: Option<&Path>) -> Vec<Plan> {
-    let configs = req.space.choose(a.budget, a.seed);
+    let configs = req.configs;
     a.target
         .0
         .iter()
@@ -434,7 +442,7 @@ fn plan(a: &Args, req: &Request<'_>, dir: Option<&Path>) -> Vec<Plan> {
             let then = "`pkc tune` tunes again and replaces it";
             match super::tune_cache::find(dir, &key, req.space, then) {
                 Ok(Some((entry, path)))
-                    if super::tune_cache::answers(&entry, req.settings, &configs) =>
+                    if super::tune_cache::answers(&entry, req.settings, configs) =>
                 {
                     let mut r = entry.report;
                     r.cache = Some(path.display().to_string());
@@ -612,6 +620,48 @@ fn print_all_pruned(a: &Args, name: &str, r: &Report) {
         why: why.join(", "),
         help,
     });
+}
+
+/// The configurations to try: the space filtered by the kernel's `where`
+/// constraints (with the `-p` values), then sampled to `--budget` with
+/// `--seed`. Says how many the constraints leave when they exclude some.
+fn choose(a: &Args, name: &str, space: &Space, target: TpuTarget) -> Result<Vec<Config>, u8> {
+    let opts = pk_lang::Options {
+        target: build::lang_target(target),
+        params: a.params.clone(),
+        kernel: Some(name.to_string()),
+        ..Default::default()
+    };
+    let names: Vec<String> = space.axes.iter().map(|x| x.name.clone()).collect();
+    let mut failure = None;
+    let mut considered = 0u64;
+    let mut excluded = 0u64;
+    let configs = space.choose_legal(a.budget, a.seed, |cs| {
+        if failure.is_some() {
+            return vec![false; cs.len()];
+        }
+        match pk_lang::where_holds(&a.file, &opts, &names, cs) {
+            Ok(h) => {
+                considered += h.len() as u64;
+                excluded += h.iter().filter(|ok| !**ok).count() as u64;
+                h
+            }
+            Err(f) => {
+                failure = Some(f);
+                vec![false; cs.len()]
+            }
+        }
+    });
+    if let Some(f) = failure {
+        return Err(report(&f).max(EXIT_ERRORS));
+    }
+    if excluded > 0 {
+        status(&format!(
+            "`{name}`: the `where` constraints exclude {excluded} of the {considered} configurations considered; {} tried",
+            configs.len()
+        ));
+    }
+    Ok(configs)
 }
 
 /// The parameters that declare candidates and are not fixed by `-p`.

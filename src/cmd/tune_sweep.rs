@@ -120,11 +120,11 @@ pub(super) fn stage(
     a: &Args,
     name: &str,
     space: &Space,
+    configs: &[Config],
     target: TpuTarget,
     plugin: Option<&'static Plugin>,
     given: &Given,
 ) -> Staged {
-    let configs = space.choose(a.budget, a.seed);
     let jobs = a
         .jobs
         .map(|j| j as usize)
@@ -174,7 +174,7 @@ pub(super) fn stage(
     outcomes.sort_by_key(|(i, _)| *i);
     Staged {
         target,
-        configs,
+        configs: configs.to_vec(),
         outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
     }
 }
@@ -452,7 +452,10 @@ pub(super) fn compile_module(
     target: TpuTarget,
     stablehlo: &str,
 ) -> (tune_ray::Compiled, Captured) {
-    match plugin.topology(target).and_then(|t| t.compile(stablehlo)) {
+    match plugin
+        .topology(target)
+        .and_then(|t| t.compile_for_tuning(stablehlo))
+    {
         Ok(ck) => (Ok((ck.generated_code_bytes, ck.memory_stats)), ck.schedule),
         Err(e) => (Err(refusal(&e)), Captured::Off),
     }

@@ -216,6 +216,29 @@ pub fn kernel_params(
     KernelCx::new(m, decl).params(ck, spec, param_values)
 }
 
+/// Whether kernel `decl`'s `where` constraints hold with `param_values`
+/// (the header's other rules are not checked). A configuration whose
+/// parameters themselves have errors counts as holding: the full check
+/// reports those. What the tuner filters a space by before it samples it.
+pub fn wheres_hold(
+    ck: &mut Checker,
+    m: ModId,
+    decl: &ast::KernelDecl,
+    spec: &Spec,
+    param_values: &[(String, Expr2)],
+) -> bool {
+    let mut cx = KernelCx::new(m, decl);
+    cx.params(ck, spec, param_values);
+    if ck.has_errors() {
+        return true;
+    }
+    let clauses = cx.clauses(ck);
+    if ck.has_errors() {
+        return true;
+    }
+    cx.wheres(ck, &clauses.wheres)
+}
+
 /// Where the value of parameter `name` came from: given (on the command
 /// line, or by a program that described its origin) or the default.
 fn origin(spec: &Spec, param_values: &[(String, Expr2)], name: &str) -> assert::Origin {
@@ -277,6 +300,7 @@ fn runtime_names(decl: &ast::KernelDecl) -> Vec<(String, Span, &'static str)> {
 }
 
 /// A `-p` value: its parsed expression and the text as written.
+#[derive(Clone)]
 pub struct Expr2 {
     pub expr: ast::Expr,
     pub text: String,

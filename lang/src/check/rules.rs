@@ -373,10 +373,19 @@ fn dot_vmem(k: &Kernel, target: crate::target::Target) -> Option<(DotVmem, Span)
         let OpKind::Dot { lhs, rhs, .. } = &op.kind else {
             continue;
         };
+        // An integer matmul (int8 operands, an i32 result) is fed to the
+        // MXU without copies of its operands, but its result goes through
+        // VMEM (libtpu's register allocator spills it) even when it is
+        // only added to an accumulator. Measured with libtpu 0.0.51 on
+        // v5p: `qmatmul_w8a8` with blocks 1024 x 2048 x 4096 uses 68.96
+        // MiB, its blocks and scratch 53.05 MiB and "register allocator
+        // spill slots" 15.95 MiB, the 16 MiB i32 result, with no operand
+        // copy among its allocations.
+        let integer = [*lhs, *rhs].iter().all(|v| f.ty(*v).dtype().is_int());
         let copies: u64 = [*lhs, *rhs]
             .iter()
             .map(|v| f.ty(*v))
-            .filter(|t| t.dtype().bits() < 32)
+            .filter(|t| !integer && t.dtype().bits() < 32)
             .filter_map(|t| t.elements().map(|n| n * t.dtype().bytes()))
             .sum::<u64>()
             + fixed;
@@ -386,10 +395,11 @@ fn dot_vmem(k: &Kernel, target: crate::target::Target) -> Option<(DotVmem, Span)
             .and_then(|r| {
                 let t = f.ty(*r);
                 let bytes = t.elements()? * t.dtype().bytes().max(4);
-                let computed_on = f.ops.iter().any(|(_, user)| {
-                    !matches!(user.kind, OpKind::Binary(BinaryOp::Add, ..))
-                        && user.kind.operands().contains(r)
-                });
+                let computed_on = integer
+                    || f.ops.iter().any(|(_, user)| {
+                        !matches!(user.kind, OpKind::Binary(BinaryOp::Add, ..))
+                            && user.kind.operands().contains(r)
+                    });
                 (bytes > VREG_FILE_BYTES && computed_on).then_some(bytes)
             })
             .unwrap_or(0);

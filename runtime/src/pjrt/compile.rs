@@ -180,6 +180,28 @@ impl Topology {
         Ok(k)
     }
 
+    /// Compiles `stablehlo` as [`Topology::compile`] does, for a caller
+    /// that keeps what libtpu says of the kernel and not the executable
+    /// (`pkc tune`): the module is renamed so that its schedule is captured
+    /// while compiles on other threads capture theirs, and the executable
+    /// is not serialized (`serialized_executable` is empty).
+    pub fn compile_for_tuning(&self, stablehlo: &str) -> Result<CompiledKernel, PjrtError> {
+        let started = Instant::now();
+        let (executable, schedule) = self
+            .plugin
+            .capture_named(stablehlo, |text| self.compile_executable(text));
+        let executable = executable?;
+        Ok(CompiledKernel {
+            target: self.target,
+            serialized_executable: Vec::new(),
+            generated_code_bytes: executable.generated_code_bytes()?,
+            memory_stats: executable.memory_stats().ok(),
+            cost_analysis: executable.cost_analysis().unwrap_or_default(),
+            compile_time: started.elapsed(),
+            schedule,
+        })
+    }
+
     /// Compiles a whole program, such as a model exported by `jax.export`:
     /// MLIR text or bytecode (a serialized, versioned StableHLO portable
     /// artifact is bytecode too), over `partitions` SPMD partitions and
