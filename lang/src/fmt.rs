@@ -619,7 +619,7 @@ impl Builder<'_> {
             } else if c.line {
                 out.push(Doc::Suffix(c.text.clone()));
             } else {
-                out.extend([Doc::Space, Doc::Text(c.text.clone()), Doc::Space]);
+                out.extend([Doc::Space, Doc::Text(c.text.clone())]);
             }
         }
     }
