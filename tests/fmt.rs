@@ -114,6 +114,14 @@ fn the_library_and_std_are_formatted() {
             common::rel(&f)
         );
     }
+    // The examples of the layout's documentation are in the layout.
+    let doc = std::fs::read_to_string(root().join("docs/formatting.md")).expect("docs");
+    let blocks = pk_blocks(&doc);
+    assert!(blocks.len() >= 2);
+    for b in blocks {
+        let out = pk_lang::fmt::format_source(Default::default(), &b).expect("formats");
+        assert_eq!(out, b, "a docs/formatting.md example is not in the layout");
+    }
 }
 
 /// A source laid out by hand, badly, and its canonical layout written out
