@@ -234,9 +234,11 @@ pub fn source_comments(text: &str) -> Vec<String> {
 /// closing bracket (the formatter adds or drops those).
 pub fn source_tokens(text: &str) -> Vec<String> {
     let (toks, _) = pk_lang::lexer::lex(text);
+    // A doc comment is a token; the formatter drops trailing spaces from
+    // every line, as the doc text itself does.
     let words: Vec<String> = toks
         .iter()
-        .map(|(l, _, r)| text[*l..*r].to_string())
+        .map(|(l, _, r)| text[*l..*r].trim_end().to_string())
         .collect();
     let mut out = Vec::new();
     for (k, w) in words.iter().enumerate() {
