@@ -709,11 +709,11 @@ impl Builder<'_> {
                         e < to && (!(stmt && k == 0) || (k..e).any(|m| tok_is(m, Tok::Else)))
                     }) {
                         let mut g = Vec::new();
-                        for m in k..=end {
+                        for (m, a) in atoms.iter().enumerate().take(end + 1).skip(k) {
                             if m > k {
                                 g.extend(sep(m));
                             }
-                            g.extend(self.atom_doc(&atoms[m], true, Opts::default()));
+                            g.extend(self.atom_doc(a, true, Opts::default()));
                         }
                         out.push(group(g, Opts::default()));
                         k = end + 1;
@@ -1044,16 +1044,10 @@ impl Printer {
                     self.need_nl = true;
                 }
                 Doc::Group(v, forced, o) => {
-                    let m = if mode == Mode::Flat {
-                        Mode::Flat
-                    } else if !*forced
-                        && !(o.follow && self.lead_broke)
-                        && self.fits(ind, d, &stack, o.strict)
-                    {
-                        Mode::Flat
-                    } else {
-                        Mode::Break
-                    };
+                    let flat = mode == Mode::Flat
+                        || (!(*forced || o.follow && self.lead_broke)
+                            && self.fits(ind, d, &stack, o.strict));
+                    let m = if flat { Mode::Flat } else { Mode::Break };
                     if o.lead {
                         self.lead_broke = m == Mode::Break;
                     }
