@@ -1153,3 +1153,28 @@ mod tests {
         assert_eq!(fmt(src), src);
     }
 }
+
+#[cfg(test)]
+mod deep {
+    use super::*;
+
+    /// Nesting at pk's limits formats on a test thread's 2 MiB stack.
+    #[test]
+    fn nesting_at_the_limits_formats() {
+        let n = 199;
+        let src = format!(
+            "fn f(x) {{ {}x{} + {}x }}\n",
+            "(".repeat(n),
+            ")".repeat(n),
+            "-".repeat(n)
+        );
+        let out = format_source(FileId::default(), &src).expect("formats");
+        // One `(` per line, each one level in from the last (past the
+        // width, even the innermost `(x)` breaks).
+        assert_eq!(out.lines().filter(|l| l.trim() == "(").count(), n);
+        assert!(out.contains(&format!("\n{}x\n", " ".repeat(4 * (n + 1)))));
+        let chain = format!("fn f(x) {{ x{} }}\n", " + x".repeat(240));
+        let out = format_source(FileId::default(), &chain).expect("formats");
+        assert!(out.contains("x + x + x"));
+    }
+}
