@@ -42,6 +42,11 @@ module.exports = grammar({
 
   word: $ => $.identifier,
 
+  // Block comments nest, which a regular expression cannot follow: the
+  // external scanner (src/scanner.c) reads them; `//` comments are lexed
+  // here.
+  externals: $ => [$.comment],
+
   extras: $ => [/\s/, $.comment],
 
   supertypes: $ => [$._expression, $._statement, $._item],
@@ -57,10 +62,7 @@ module.exports = grammar({
       $.kernel_declaration,
     ),
 
-    comment: _ => token(choice(
-      seq('//', /[^\n]*/),
-      seq('/*', /[^*]*\*+([^/*][^*]*\*+)*/, '/'),
-    )),
+    comment: _ => token(seq('//', /[^\n]*/)),
 
     identifier: _ => /[A-Za-z_][A-Za-z0-9_]*/,
     integer: _ => token(choice(/0[xX][0-9a-fA-F_]+/, /0b[01_]+/, /[0-9][0-9_]*/)),

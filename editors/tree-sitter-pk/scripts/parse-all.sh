@@ -14,6 +14,8 @@ ts="${TREE_SITTER:-tree-sitter}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r "$here/grammar.js" "$here/tree-sitter.json" "$here/queries" "$here/test" "$work/"
+mkdir "$work/src"
+cp "$here/src/scanner.c" "$work/src/"
 cd "$work"
 "$ts" generate
 "$ts" test -p .
