@@ -84,6 +84,15 @@ test('a kernel header gets its scopes', async () => {
   assert.ok(c && !c[1].startsWith('comment'), `c after the comment is ${c && c[1]}`);
 });
 
+test('`where` is a clause at the start of a line and a call elsewhere', async () => {
+  const g = await grammar();
+  const toks = tokens(g, 'where bm <= M\n    let y = where(c, a, b);\n    x.at[0] = 1;');
+  assert.strictEqual(toks.find(([s]) => s.trim() === 'where')[1], 'keyword.other.clause.pk');
+  const call = toks.filter(([s]) => s.trim() === 'where')[1];
+  assert.strictEqual(call[1], 'entity.name.function.call.pk');
+  assert.ok(!toks.find(([s]) => s.trim() === 'at')[1].startsWith('keyword'), 'x.at[0] is a method');
+});
+
 test('every library kernel tokenizes without an invalid scope', async () => {
   const g = await grammar();
   const dir = path.join(repo, 'kernels');
