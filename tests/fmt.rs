@@ -17,7 +17,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in rd.flatten() {
         let p = e.path();
         let name = e.file_name().to_string_lossy().to_string();
-        if p.is_dir() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             if !name.starts_with('.') && name != "target" && name != "node_modules" {
                 walk(&p, out);
             }
@@ -91,10 +91,10 @@ fn every_pk_source_of_the_repository_formats_to_the_same_program() {
         sources.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    // The repository has some 225 .pk files and 70 doc examples; a walk
+    // The repository has some 225 .pk files and 65 doc examples; a walk
     // that finds few of them has gone wrong.
     assert!(
-        formatted >= 280,
+        formatted >= 260,
         "only {formatted} sources formatted ({skipped} skipped)"
     );
 }

@@ -18,7 +18,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in rd.flatten() {
         let p = e.path();
         let name = e.file_name().to_string_lossy().to_string();
-        if p.is_dir() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             if !name.starts_with('.') && name != "target" && name != "node_modules" {
                 walk(&p, out);
             }

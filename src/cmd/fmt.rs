@@ -69,7 +69,8 @@ pub fn run(a: Args) -> u8 {
     code
 }
 
-/// The `.pk` files under `dir`, skipping hidden directories and `target`.
+/// The `.pk` files under `dir`, skipping hidden directories, `target` and
+/// symbolic links to directories (which could loop).
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -78,7 +79,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if p.is_dir() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             if !name.starts_with('.') && name != "target" {
                 collect(&p, out);
             }
