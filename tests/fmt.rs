@@ -212,6 +212,11 @@ fn check_lists_unformatted_files_with_a_code_and_writes_nothing() {
     let err = stderr(&o);
     assert_eq!(codes_in(&err), ["PK0010"], "{err}");
     assert!(err.contains("`messy.pk` is not formatted"), "{err}");
+    // MESSY's first difference is its second line, a `use`.
+    assert!(
+        err.contains("`pkc fmt` writes line 2 as `use std::nn::{gelu, lanes};`"),
+        "{err}"
+    );
     assert!(err.contains("1 of 2 files not formatted"), "{err}");
     assert!(!err.contains("tidy.pk"), "{err}");
     assert_eq!(std::fs::read_to_string(&messy).unwrap(), MESSY);

@@ -133,7 +133,15 @@ fn one(path: &Path, check: bool) -> Result<bool, u8> {
                 format!("`{name}` is not formatted"),
                 Span::new(file, at, at),
             )
-            .label(format!("line {line} differs from `pkc fmt`'s layout"))
+            .label(match out.lines().nth(line - 1) {
+                Some(l) if !l.trim().is_empty() => {
+                    let l = l.trim();
+                    let shown: String = l.chars().take(60).collect();
+                    let more = if shown.len() < l.len() { "..." } else { "" };
+                    format!("`pkc fmt` writes line {line} as `{shown}{more}`")
+                }
+                _ => format!("line {line} differs from `pkc fmt`'s layout"),
+            })
             .help(format!(
                 "run `pkc fmt {}` to rewrite it",
                 if stdin { "-" } else { &name }
