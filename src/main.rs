@@ -40,6 +40,9 @@ enum Command {
     Check(cmd::check::Args),
     /// Print an intermediate form of a kernel.
     Emit(cmd::emit::Args),
+    /// Lay .pk files out in pk's canonical layout (in place), or check that
+    /// they are with --check.
+    Fmt(cmd::fmt::Args),
     /// Explain a diagnostic code, e.g. `pkc explain PK0301`.
     Explain(cmd::explain::Args),
     /// Run a kernel on the CPU reference, or on this host's TPU with
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a),
         Command::Emit(a) => cmd::emit::run(a),
         Command::Explain(a) => cmd::explain::run(a),
+        Command::Fmt(a) => cmd::fmt::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),

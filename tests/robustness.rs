@@ -690,6 +690,33 @@ fn mutated_kernels_never_panic_and_report_coded_errors() {
     assert_clean(check_all(cases), total);
 }
 
+/// The mutation corpus's mutants that still parse format to the same
+/// program (same AST, tokens and comments) and to a fixed point.
+#[test]
+fn mutated_kernels_that_parse_format_to_the_same_program() {
+    let mut rng = Rng(0x000f_04a7_2026);
+    let (mut accepted, mut total) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    for (name, text) in seeds() {
+        let toks = token_ranges(&text);
+        for _ in 0..120 {
+            let (m, desc) = mutate(&mut rng, &text, &toks);
+            total += 1;
+            match common::check_format(&format!("{name}: {desc}"), &m) {
+                None => {}
+                Some(Ok(_)) => accepted += 1,
+                Some(Err(e)) => failures.push(e),
+            }
+        }
+    }
+    eprintln!("{total} mutants, {accepted} parse and format");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        accepted * 4 >= total,
+        "only {accepted} of {total} mutants parse"
+    );
+}
+
 #[test]
 fn every_truncation_at_a_token_boundary_fails_cleanly() {
     let mut cases = Vec::new();

@@ -14,6 +14,7 @@ pub mod check;
 pub mod depth;
 pub mod diag;
 pub mod files;
+pub mod fmt;
 pub mod ir;
 pub mod lexer;
 pub mod parse;

@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod device;
 pub mod emit;
 pub mod explain;
+pub mod fmt;
 #[cfg(unix)]
 pub mod interrupt;
 pub mod meta;

@@ -187,3 +187,124 @@ pub fn codes_in(text: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The comments of `.pk` source (`//` to the end of the line, nested
+/// `/* */`), outside string literals, each line without trailing spaces.
+pub fn source_comments(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if b[i..].starts_with(b"//") {
+            let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+            out.push(text[i..end].trim_end().to_string());
+            i = end;
+        } else if b[i..].starts_with(b"/*") {
+            let (start, mut depth) = (i, 0usize);
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            let c = &text[start..i.min(text.len())];
+            out.push(c.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"));
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The tokens of `.pk` source as written, without a `,` right before a
+/// closing bracket (the formatter adds or drops those).
+pub fn source_tokens(text: &str) -> Vec<String> {
+    let (toks, _) = pk_lang::lexer::lex(text);
+    // A doc comment is a token; the formatter drops trailing spaces from
+    // every line, as the doc text itself does.
+    let words: Vec<String> = toks
+        .iter()
+        .map(|(l, _, r)| text[*l..*r].trim_end().to_string())
+        .collect();
+    let mut out = Vec::new();
+    for (k, w) in words.iter().enumerate() {
+        let next = words.get(k + 1).map(String::as_str);
+        if w == "," && matches!(next, Some(")" | "]" | ">" | "}")) {
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
+}
+
+/// `None` if `text` does not parse; else checks that `pkc fmt`'s layout of
+/// it parses to the same AST (spans aside), has the same tokens and
+/// comments, and is its own layout. Returns the layout.
+pub fn check_format(name: &str, text: &str) -> Option<Result<String, String>> {
+    use pk_lang::span::FileId;
+    let (before, diags) = pk_lang::parse::parse(FileId::default(), text);
+    if !diags.is_empty() {
+        return None;
+    }
+    let out = match pk_lang::fmt::format_source(FileId::default(), text) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(format!("{name}: not formatted: {e:?}"))),
+    };
+    let (after, diags) = pk_lang::parse::parse(FileId::default(), &out);
+    let dump = |m: &pk_lang::ast::Module| {
+        // Spans print as `START..END`; nothing else in a dump does.
+        let d = format!("{m:?}");
+        let mut s = String::new();
+        let mut rest = d.as_str();
+        while let Some(p) = rest.find("..") {
+            let head = &rest[..p];
+            let digits_before =
+                head.len() - head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            let tail = &rest[p + 2..];
+            let digits_after =
+                tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits_before > 0 && digits_after > 0 {
+                s.push_str(&head[..head.len() - digits_before]);
+                s.push('@');
+                rest = &tail[digits_after..];
+            } else {
+                s.push_str(&rest[..p + 2]);
+                rest = tail;
+            }
+        }
+        s.push_str(rest);
+        s
+    };
+    let fail = |why: &str| Some(Err(format!("{name}: {why}\n--- formatted:\n{out}")));
+    if !diags.is_empty() {
+        return fail("the layout does not parse");
+    }
+    if dump(&before) != dump(&after) {
+        return fail("the layout parses to a different AST");
+    }
+    if source_tokens(text) != source_tokens(&out) {
+        return fail("the layout has different tokens");
+    }
+    if source_comments(text) != source_comments(&out) {
+        return fail("the layout has different comments");
+    }
+    match pk_lang::fmt::format_source(FileId::default(), &out) {
+        Ok(again) if again == out => Some(Ok(out)),
+        Ok(_) => fail("formatting the layout again changes it"),
+        Err(e) => fail(&format!("the layout does not format: {e:?}")),
+    }
+}

@@ -458,6 +458,11 @@ codes! {
         why: "Integer parameters take integers (or constant expressions); float parameters take numbers; bool parameters take `true` or `false`; dtype parameters take a dtype name.",
         example: "-p bm=big   // error\n-p bm=256",
     }
+    NOT_FORMATTED = "PK0010" "not-formatted" {
+        what: "`pkc fmt --check` found a file whose layout is not the one `pkc fmt` writes.",
+        why: "One canonical layout keeps diffs to what changed; the label points at the first line that differs. `pkc fmt FILE` rewrites the file (comments and meaning are kept).",
+        example: "fn f(x){x+1}   // error under --check\nfn f(x) {\n    x + 1\n}",
+    }
     INTERNAL = "PK0999" "internal-error" {
         what: "pk produced invalid IR for a kernel it accepted.",
         why: "The IR verifier found a broken invariant; this is a bug in pk, not in the kernel.",
