@@ -17,7 +17,8 @@
 //! - one statement per line; blank lines between statements and items are
 //!   kept, at most one in a row;
 //! - a kernel's clauses (`grid`, `prefetch`, `scratch`, `vmem_limit`,
-//!   `assert`, `where`) each start a line, and so does its body's `{`;
+//!   `assert`, `where`, `mesh`, `collective_id`) each start a line, and so
+//!   does its body's `{`;
 //! - an `if` used as a value stays on one line when it fits
 //!   (`let x = if c { a } else { b };`); as a statement it always breaks.
 //!
@@ -641,7 +642,13 @@ impl Builder<'_> {
             match &atoms[k] {
                 Atom::Block(_) => true,
                 Atom::Tok(i) => match &self.t[*i].tok {
-                    Tok::Grid | Tok::Prefetch | Tok::Scratch | Tok::VmemLimit | Tok::Assert => true,
+                    Tok::Grid
+                    | Tok::Prefetch
+                    | Tok::Scratch
+                    | Tok::VmemLimit
+                    | Tok::Assert
+                    | Tok::Mesh
+                    | Tok::CollectiveId => true,
                     Tok::Ident(w) => w == "where" && self.operand_end(atoms[k - 1].last()),
                     _ => false,
                 },
@@ -1144,6 +1151,20 @@ mod tests {
         assert_eq!(
             fmt(src),
             "fn f(x) {\n    let y = if x > 0 { x } else { 0 - x };\n    y\n}\n"
+        );
+    }
+
+    #[test]
+    fn a_kernels_mesh_and_collective_id_start_their_own_lines() {
+        let src = "kernel k<n = 4, cid = 0>(x: f32[8, 128] in any) -> y: f32[8, 128] in any \
+                   mesh (d in n) collective_id cid scratch (s: dma_sem) { }\n";
+        assert_eq!(
+            fmt(src),
+            "kernel k<n = 4, cid = 0>(x: f32[8, 128] in any) -> y: f32[8, 128] in any\n\
+             mesh (d in n)\n\
+             collective_id cid\n\
+             scratch (s: dma_sem)\n\
+             {}\n"
         );
     }
 
