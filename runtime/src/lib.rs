@@ -6,6 +6,7 @@ pub mod meta;
 pub mod ops;
 pub mod package;
 pub mod pjrt;
+pub mod process;
 pub mod schedule;
 pub mod tune;
 

@@ -273,7 +273,7 @@ fn sweep_stale(dir: &Path) {
             rest.split('-')
                 .next()
                 .and_then(|p| p.parse::<i32>().ok())
-                .is_some_and(|pid| !process_alive(pid))
+                .is_some_and(|pid| !pk_runtime::process::alive(pid))
         } else {
             false
         };
@@ -310,23 +310,6 @@ fn unlocked_and_old(path: &Path) -> bool {
 #[cfg(not(unix))]
 fn unlocked_and_old(_: &Path) -> bool {
     false
-}
-
-/// Whether a process with this id exists (a process of another user
-/// counts as alive).
-#[cfg(unix)]
-fn process_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return true;
-    }
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-#[cfg(not(unix))]
-fn process_alive(_: i32) -> bool {
-    true
 }
 
 /// Writes `outputs` with `images` (one each, in the same order) and

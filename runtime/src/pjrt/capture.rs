@@ -97,6 +97,27 @@ fn flags(root: &Path, source: bool) -> String {
     f
 }
 
+/// Removes from `tmp` the capture folders (`pk-schedule-PID-NONCE`) of
+/// processes that have ended, e.g. killed during a compile. Never fails:
+/// what cannot be removed (another user's, say) stays.
+fn sweep_dead(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let dead = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("pk-schedule-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .is_some_and(|pid| !crate::process::alive(pid));
+        if dead && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl CaptureDir {
     /// Chooses this process's folder and adds the dump flags to
     /// `LIBTPU_INIT_ARGS`; called before libtpu is loaded, under the plugin
@@ -109,6 +130,7 @@ impl CaptureDir {
                 "LIBTPU_INIT_ARGS sets its own --xla_jf_dump_to; pk leaves that dump alone".into(),
             );
         }
+        sweep_dead(&std::env::temp_dir());
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -356,6 +378,26 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_capture_folders_of_ended_processes_are_swept() {
+        let tmp = std::env::temp_dir().join(format!("pk-sweep-test-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        // A process that has ended: its id is free until reused.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = tmp.join(format!("pk-schedule-{dead}-1f"));
+        let ours = tmp.join(format!("pk-schedule-{}-2f", std::process::id()));
+        let other = tmp.join("pk-schedule-cache");
+        for d in [&gone, &ours, &other] {
+            std::fs::create_dir_all(d.join("dump")).unwrap();
+        }
+        sweep_dead(&tmp);
+        let left = (gone.exists(), ours.exists(), other.exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+        assert_eq!(left, (false, true, true));
+    }
 
     #[test]
     fn a_module_is_renamed_whether_its_name_is_bare_or_quoted() {
