@@ -6,26 +6,7 @@
 mod common;
 
 use common::{check_format, code, codes_in, pkc, pkc_in, root, stderr, stdout, TempDir};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// Every `.pk` file under `dir`, skipping build output and hidden folders.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().to_string();
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            if !name.starts_with('.') && name != "target" && name != "node_modules" {
-                walk(&p, out);
-            }
-        } else if name.ends_with(".pk") {
-            out.push(p);
-        }
-    }
-}
 
 /// The ```pk blocks of a Markdown file.
 fn pk_blocks(text: &str) -> Vec<String> {
@@ -48,7 +29,7 @@ fn pk_blocks(text: &str) -> Vec<String> {
 #[test]
 fn every_pk_source_of_the_repository_formats_to_the_same_program() {
     let mut files = Vec::new();
-    walk(&root(), &mut files);
+    common::pk_files_under(&root(), &mut files);
     files.sort();
     let mut sources: Vec<(String, String)> = files
         .iter()
@@ -102,8 +83,8 @@ fn every_pk_source_of_the_repository_formats_to_the_same_program() {
 #[test]
 fn the_library_and_std_are_formatted() {
     let mut files = Vec::new();
-    walk(&root().join("kernels"), &mut files);
-    walk(&root().join("std"), &mut files);
+    common::pk_files_under(&root().join("kernels"), &mut files);
+    common::pk_files_under(&root().join("std"), &mut files);
     assert!(files.len() >= 16, "found {} library files", files.len());
     for f in files {
         let text = std::fs::read_to_string(&f).expect("readable");

@@ -8,25 +8,8 @@
 mod common;
 
 use common::{root, TempDir};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().to_string();
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            if !name.starts_with('.') && name != "target" && name != "node_modules" {
-                walk(&p, out);
-            }
-        } else if name.ends_with(".pk") {
-            out.push(p);
-        }
-    }
-}
 
 #[test]
 fn the_tree_sitter_grammar_parses_every_pk_file_pk_accepts() {
@@ -39,7 +22,7 @@ fn the_tree_sitter_grammar_parses_every_pk_file_pk_accepts() {
         return;
     }
     let mut files = Vec::new();
-    walk(&root(), &mut files);
+    common::pk_files_under(&root(), &mut files);
     files.sort();
     let accepted: Vec<&PathBuf> = files
         .iter()

@@ -27,6 +27,25 @@ pub fn pk_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Adds every `.pk` file under `dir` to `out`, recursively, skipping
+/// hidden folders, build output and `node_modules`.
+pub fn pk_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                pk_files_under(&p, out);
+            }
+        } else if name.ends_with(".pk") {
+            out.push(p);
+        }
+    }
+}
+
 /// Compares `actual` with the golden file at `path` (or records it when
 /// blessing). Returns a description of the mismatch.
 pub fn golden(path: &Path, actual: &str) -> Result<(), String> {

@@ -340,26 +340,33 @@ impl Builder<'_, '_> {
         Val::Unit
     }
 
-    /// `sem_signal(s, n)` or `sem_signal(s, n, device)`.
-    pub(super) fn sem_signal(&mut self, a: &Args, span: Span) -> Val {
+    /// The semaphore and the count of `sem_signal` or `sem_wait` (`verb`:
+    /// "signalled" or "waited on"), which only kernel bodies use.
+    fn sem_and_count(&mut self, a: &Args, span: Span, verb: &str) -> Option<(RefView, Value)> {
         if self.mode != Mode::Body {
-            return self.error(
+            self.error(
                 Diag::new(
                     &codes::DMA_SPACES,
-                    "semaphores are only signalled in kernel bodies",
+                    format!("semaphores are only {verb} in kernel bodies"),
                     span,
                 )
                 .label("not here"),
             );
+            return None;
         }
-        let Some(sem) = self.one_sem(
-            a.pos[0],
-            &[Space::Sem, Space::Barrier],
-            "the signalled semaphore",
-        ) else {
-            return Val::Err;
+        let what = if verb == "signalled" {
+            "the signalled semaphore"
+        } else {
+            "the awaited semaphore"
         };
-        let Some(n) = self.count_arg(a.pos[1]) else {
+        let sem = self.one_sem(a.pos[0], &[Space::Sem, Space::Barrier], what)?;
+        let n = self.count_arg(a.pos[1])?;
+        Some((sem, n))
+    }
+
+    /// `sem_signal(s, n)` or `sem_signal(s, n, device)`.
+    pub(super) fn sem_signal(&mut self, a: &Args, span: Span) -> Val {
+        let Some((sem, n)) = self.sem_and_count(a, span, "signalled") else {
             return Val::Err;
         };
         let device = match a.pos.get(2) {
@@ -381,24 +388,7 @@ impl Builder<'_, '_> {
 
     /// `sem_wait(s, n)`.
     pub(super) fn sem_wait(&mut self, a: &Args, span: Span) -> Val {
-        if self.mode != Mode::Body {
-            return self.error(
-                Diag::new(
-                    &codes::DMA_SPACES,
-                    "semaphores are only waited on in kernel bodies",
-                    span,
-                )
-                .label("not here"),
-            );
-        }
-        let Some(sem) = self.one_sem(
-            a.pos[0],
-            &[Space::Sem, Space::Barrier],
-            "the awaited semaphore",
-        ) else {
-            return Val::Err;
-        };
-        let Some(n) = self.count_arg(a.pos[1]) else {
+        let Some((sem, n)) = self.sem_and_count(a, span, "waited on") else {
             return Val::Err;
         };
         self.f.push(self.cur, OpKind::SemWait { sem, n }, &[], span);
