@@ -229,6 +229,11 @@ fn a_mesh_larger_than_the_slice_is_refused_for_aot() {
         "{err}"
     );
     assert!(err.contains("the kernel's mesh has 8 devices"), "{err}");
+    assert!(
+        err.contains("pk cannot compile `ppermute` for v5e"),
+        "{err}"
+    );
+    assert!(!err.contains("libtpu rejected"), "{err}");
     assert!(err.contains("v5e:2x2) has 4"), "{err}");
     assert!(!out.join("ppermute-n8").exists());
 }

@@ -400,9 +400,15 @@ pub fn libtpu_diagnostic(e: &PjrtError, k: &ir::Kernel, sources: &SourceMap) -> 
     }
     let lines = summary_lines(message);
     let headline = lines.first().cloned().unwrap_or_else(|| status.clone());
+    let too_large = message.starts_with(MESH_TOO_LARGE);
+    let who = if too_large {
+        "pk cannot compile"
+    } else {
+        "libtpu rejected"
+    };
     let mut d = Diag::new(
         find_code(pjrt::EXPLANATIONS, "PK2007"),
-        format!("libtpu rejected `{}` for {target}: {headline}", k.name),
+        format!("{who} `{}` for {target}: {headline}", k.name),
         spans.first().copied().unwrap_or(k.span),
     )
     .label(if spans.is_empty() {
@@ -416,12 +422,14 @@ pub fn libtpu_diagnostic(e: &PjrtError, k: &ir::Kernel, sources: &SourceMap) -> 
     for l in lines.iter().skip(1) {
         d = d.note(l.clone());
     }
-    let help = if message.starts_with(MESH_TOO_LARGE) {
-        "AOT compiles a kernel on a mesh of at most 4 devices (each generation's 2x2 slice): build it with a smaller mesh, e.g. `-p n=4`"
-    } else {
-        "pk should have rejected this kernel itself; please report it. `pkc build -v` prints libtpu's full message"
-    };
-    Some(d.note(format!("libtpu status: {status}")).help(help))
+    if too_large {
+        return Some(d.help(
+            "AOT compiles a kernel on a mesh of at most 4 devices (each generation's 2x2 slice): build it with a smaller mesh, e.g. `-p n=4`",
+        ));
+    }
+    Some(d.note(format!("libtpu status: {status}")).help(
+        "pk should have rejected this kernel itself; please report it. `pkc build -v` prints libtpu's full message",
+    ))
 }
 
 /// The lines of a compiler message worth showing, at most five of at most
