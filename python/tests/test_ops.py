@@ -66,9 +66,9 @@ def test_every_kernel_entry_is_an_op() -> None:
         "splash_attention_bwd_dkv", "rms_norm_bwd", "layer_norm_bwd", "rms_norm_residual",
         "layer_norm_residual", "xent_bwd",
     }
-    # Kernels still called through `pk.jax.kernel` (docs/python.md would
-    # say so); an entry added to kernels/ must be listed here or get an op.
-    pending: set[str] = set()
+    # Kernels still called through `pk.jax.kernel` (docs/python.md says
+    # so); an entry added to kernels/ must be listed here or get an op.
+    pending: set[str] = {"all_gather", "ppermute"}
     assert sorted(entries - covered - pending - set(pk.ops.__all__)) == []
     assert sorted(pending & set(pk.ops.__all__)) == []
 
