@@ -630,10 +630,18 @@ fn text(r: &Value, _source: &str) -> String {
         fmt_s(st["seconds"].as_f64().unwrap_or(0.0)),
     );
     let c = &st["critical"];
-    o += &format!(
-        "critical: {} ({}) at {:.0}%: {}\n",
+    let (class, unit) = (
         c["class"].as_str().unwrap_or(""),
         c["unit"].as_str().unwrap_or(""),
+    );
+    // The slot's name in parentheses when it says more than the class.
+    let named = if unit == class {
+        class.to_string()
+    } else {
+        format!("{class} ({unit})")
+    };
+    o += &format!(
+        "critical: {named} at {:.0}%: {}\n",
         100.0 * c["share"].as_f64().unwrap_or(0.0),
         c["why"].as_str().unwrap_or("")
     );
