@@ -153,7 +153,8 @@ fn broken_collectives_are_reported_never_hang() {
     for f in &files {
         let text = std::fs::read_to_string(f).expect("fixture");
         let (want, line) = expected(&text);
-        let k = cpu_support::try_build(f, &[], false).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let k = cpu_support::try_build(f, &[], false)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         match run_fixture(&k, Order::Fixed) {
             Ok(()) => failures.push(format!("{}: ran without error", f.display())),
             Err(e) => {

@@ -73,7 +73,11 @@ pub struct MeshShape(pub Vec<u64>);
 
 /// `--mesh`: `N` or `AxB` (positive sizes).
 pub fn parse_mesh(s: &str) -> Result<MeshShape, String> {
-    let dims: Result<Vec<u64>, _> = s.trim().split(['x', 'X']).map(|d| d.trim().parse::<u64>()).collect();
+    let dims: Result<Vec<u64>, _> = s
+        .trim()
+        .split(['x', 'X'])
+        .map(|d| d.trim().parse::<u64>())
+        .collect();
     match dims {
         Ok(d) if !d.is_empty() && d.iter().all(|&v| v > 0) => Ok(MeshShape(d)),
         _ => Err(format!(

@@ -199,7 +199,12 @@ impl Mesh {
     /// Device `dev` is ready to run: its host arrays are `buffers` and its
     /// memory `mem`. Returns when it has the turn (every device has
     /// entered first, so that no copy lands in a device with no memory).
-    pub(crate) fn enter(&self, dev: usize, buffers: Arc<Buffers>, mem: (usize, usize)) -> Result<(), Error> {
+    pub(crate) fn enter(
+        &self,
+        dev: usize,
+        buffers: Arc<Buffers>,
+        mem: (usize, usize),
+    ) -> Result<(), Error> {
         let mut s = self.lock();
         s.buffers[dev] = Some(buffers);
         s.mem[dev] = mem;
@@ -559,9 +564,9 @@ fn read_window(bufs: Option<&Buffers>, mem: &[u8], p: &Place, eb: usize) -> Resu
         }
         Where::Mem(o) => {
             let n = p.ref_bytes(eb);
-            let src = mem
-                .get(o..o + n)
-                .ok_or_else(|| Error::Internal("a remote copy's source lies outside memory".into()))?;
+            let src = mem.get(o..o + n).ok_or_else(|| {
+                Error::Internal("a remote copy's source lies outside memory".into())
+            })?;
             window::copy(src, &p.win(), &mut out, &fw, eb);
         }
     }
@@ -590,9 +595,9 @@ fn write_window(
         }
         Where::Mem(o) => {
             let n = p.ref_bytes(eb);
-            let dst = mem
-                .get_mut(o..o + n)
-                .ok_or_else(|| Error::Internal("a remote copy's destination lies outside memory".into()))?;
+            let dst = mem.get_mut(o..o + n).ok_or_else(|| {
+                Error::Internal("a remote copy's destination lies outside memory".into())
+            })?;
             window::copy(data, &fw, dst, &p.win(), eb);
             dma::mark(mem, p, 1);
         }
@@ -642,7 +647,13 @@ fn window<'a>(w: &'a Option<Window>, what: &str) -> Result<&'a Window, Error> {
 
 /// A `mesh(site, device, n)` call of the device of `host`, holding the
 /// turn.
-pub(crate) fn op(host: &mut Host, mem: &mut [u8], site: u32, device: i32, n: i32) -> Result<i32, Error> {
+pub(crate) fn op(
+    host: &mut Host,
+    mem: &mut [u8],
+    site: u32,
+    device: i32,
+    n: i32,
+) -> Result<i32, Error> {
     let Some(seat) = host.mesh.clone() else {
         return Err(Error::MeshMismatch {
             message: format!(
@@ -675,7 +686,10 @@ pub(crate) fn op(host: &mut Host, mem: &mut [u8], site: u32, device: i32, n: i32
                     mesh.device_name(me),
                     mesh.n
                 ),
-                vec![(site, format!("{} names device {d} here", mesh.device_name(me)))],
+                vec![(
+                    site,
+                    format!("{} names device {d} here", mesh.device_name(me)),
+                )],
             ));
         }
         Ok(d as usize)
@@ -921,8 +935,14 @@ impl Mesh {
                     },
                     text,
                     vec![
-                        (f.site, format!("{} starts the remote copy here", self.device_name(f.from))),
-                        (site, format!("{} touches its window here", self.device_name(me))),
+                        (
+                            f.site,
+                            format!("{} starts the remote copy here", self.device_name(f.from)),
+                        ),
+                        (
+                            site,
+                            format!("{} touches its window here", self.device_name(me)),
+                        ),
                     ],
                 ));
             }
@@ -937,7 +957,10 @@ pub(crate) fn check_local(host: &Host, site: u32, src: &Place, dst: &Place) -> R
         return Ok(());
     };
     let st = seat.mesh.lock();
-    match seat.mesh.check_access(&st, seat.device, site, Some(src), Some(dst)) {
+    match seat
+        .mesh
+        .check_access(&st, seat.device, site, Some(src), Some(dst))
+    {
         Ok(()) => Ok(()),
         Err(e) => Err(seat.mesh.abort(st, e)),
     }
