@@ -239,6 +239,9 @@ mod tests {
             fuel: None,
             dma: DmaArg::Start,
             check_uninit: false,
+            mesh: None,
+            schedules: None,
+            seed: 0,
         }
     }
 
