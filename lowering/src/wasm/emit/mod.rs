@@ -351,6 +351,7 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Reshape(a) => self.alias(*a, res(r)?),
             OpKind::Transpose(a, perm) => self.transpose(*a, perm, res(r)?),
             OpKind::Slice(a, window) => self.slice(*a, window, res(r)?),
+            OpKind::Concat(..) if r.is_some_and(|r| self.is_inline(r)) => Ok(()),
             OpKind::Concat(vs, axis) => self.concat(vs, *axis, res(r)?),
             OpKind::Iota { dim } => self.iota(*dim, res(r)?),
             OpKind::Reduce {
