@@ -36,7 +36,9 @@ def load(path: str, fp8: str | None = None) -> np.ndarray:
 
 # Kernels across devices: the CPU reference runs one device, so they have no
 # fixture case yet (tests/multichip.rs compiles them with libtpu).
-ACROSS_DEVICES = {"all_gather.pk", "ppermute.pk"}
+ACROSS_DEVICES = {
+    "all_gather.pk", "all_gather_matmul.pk", "all_reduce.pk", "ppermute.pk", "reduce_scatter.pk"
+}
 
 
 def test_every_kernel_file_has_a_fixture_case() -> None:
