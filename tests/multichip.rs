@@ -174,7 +174,11 @@ fn the_cost_estimate_counts_the_bytes_sent_to_other_devices() {
         ("kernels/all_reduce.pk", vec![], 2 * 3 * 2 * 8 * 128 * 4),
         // 3 steps send the bf16 [256, 512] shard in two halves.
         ("kernels/all_gather_matmul.pk", vec![], 3 * 256 * 512 * 2),
-        ("kernels/all_gather_matmul.pk", vec![("n", "8")], 7 * 256 * 512 * 2),
+        (
+            "kernels/all_gather_matmul.pk",
+            vec![("n", "8")],
+            7 * 256 * 512 * 2,
+        ),
     ] {
         let src = std::fs::read_to_string(common::root().join(file)).unwrap();
         let opts = Options {

@@ -133,10 +133,7 @@ fn block_cost(k: &Kernel, f: &Func, b: BlockId) -> OpCost {
                 ..
             } => {
                 // Charge the more expensive branch.
-                let (t, e) = (
-                    block_cost(k, f, *then_block),
-                    block_cost(k, f, *else_block),
-                );
+                let (t, e) = (block_cost(k, f, *then_block), block_cost(k, f, *else_block));
                 c.flops += t.flops.max(e.flops);
                 c.transcendentals += t.transcendentals.max(e.transcendentals);
                 c.remote_bytes += t.remote_bytes.max(e.remote_bytes);
