@@ -287,6 +287,12 @@ fn a_mesh_of_eight_devices_compiles_on_each_generations_eight_chip_slice() {
     for (file, extra, name) in [
         ("kernels/all_gather.pk", "M=8", "all_gather-M8-n8"),
         ("kernels/all_reduce.pk", "M=128", "all_reduce-M128-n8"),
+        ("kernels/reduce_scatter.pk", "M=16", "reduce_scatter-M16-n8"),
+        (
+            "kernels/all_gather_matmul.pk",
+            "M=256",
+            "all_gather_matmul-M256-n8",
+        ),
     ] {
         let out = dir.path().join(name);
         let o = common::pkc(&[
@@ -356,10 +362,10 @@ fn a_mesh_larger_than_the_slice_is_refused_for_aot() {
     assert!(!out.join("ppermute-n16").exists());
 }
 
-/// The CPU reference refuses a communicating kernel with a code, at the
-/// `mesh` clause, and writes no output.
+/// The CPU reference runs a communicating kernel only on its mesh: without
+/// `--mesh` it says how to run it, with a code, and writes no output.
 #[test]
-fn the_cpu_reference_refuses_a_kernel_across_devices() {
+fn the_cpu_reference_runs_a_kernel_across_devices_only_on_its_mesh() {
     let dir = common::TempDir::new("multichip-run");
     let x = dir.path().join("x.npy");
     // An f32 [8, 128] .npy of ones, written by hand: header then data.
@@ -387,7 +393,7 @@ fn the_cpu_reference_refuses_a_kernel_across_devices() {
     ]);
     let err = common::stderr(&o);
     assert_ne!(common::code(&o), 0, "{err}");
-    assert_eq!(common::codes_in(&err), ["PK1021"], "{err}");
-    assert!(err.contains("kernels/ppermute.pk:21:1"), "{err}");
+    assert_eq!(common::codes_in(&err), ["PK1046"], "{err}");
+    assert!(err.contains("pkc run --mesh 4"), "{err}");
     assert!(!y.exists());
 }
