@@ -221,3 +221,33 @@ fn a_deadlock_lists_every_devices_wait() {
         );
     }
 }
+
+/// The README's report of a broken collective is what `pkc run` prints.
+#[test]
+fn the_readmes_deadlock_report_is_real() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let cmd = "$ pkc run tests/cpu/mesh/wrong_semaphore.pk --mesh 4 --in x=x.npy --out y=y.npy\n";
+    let at = readme.find(cmd).expect("the report in the README") + cmd.len();
+    let shown = &readme[at..at + readme[at..].find("```").expect("a closed block")];
+    let dir = common::TempDir::new("mesh-readme");
+    let x = dir.path().join("x.npy");
+    std::fs::copy(
+        root().join("tests/data/mesh/ppermute_f32_n4_shift1/x.npy"),
+        &x,
+    )
+    .expect("x");
+    let y = dir.path().join("y.npy");
+    let o = pkc(&[
+        "run",
+        "tests/cpu/mesh/wrong_semaphore.pk",
+        "--mesh",
+        "4",
+        "--in",
+        &format!("x={}", x.display()),
+        "--out",
+        &format!("y={}", y.display()),
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert_eq!(stderr(&o), shown);
+    assert!(!y.exists());
+}
