@@ -56,7 +56,7 @@ fn cases() -> Vec<serde_json::Value> {
 #[test]
 fn the_collectives_match_numpy_on_2_4_and_8_devices() {
     let cases = cases();
-    assert!(cases.len() >= 31);
+    assert!(cases.len() >= 37);
     for c in &cases {
         let (name, args) = case_args(c);
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -77,6 +77,8 @@ fn random_schedules_give_the_same_result() {
         "all_reduce_f32_n2",
         "all_gather_matmul_f32_n4",
         "all_gather_matmul_bf16_n2",
+        "matmul_reduce_scatter_f32_n4",
+        "matmul_reduce_scatter_bf16_n8",
     ] {
         let c = cases
             .iter()

@@ -7,7 +7,8 @@ its expected outputs are what `jax.lax` computes, written here with numpy:
 `ppermute` moves device d's array to device (d + shift) % n, `all_gather`
 stacks every device's shard on every device, `reduce_scatter` and
 `all_reduce` sum over devices (`psum_scatter`, `psum`), and
-`all_gather_matmul` multiplies the gathered rows by each device's columns.
+`all_gather_matmul` multiplies the gathered rows by each device's columns,
+`matmul_reduce_scatter` sums the devices' products and scatters the rows.
 tests/cpu_mesh.rs runs each case and compares within the case's `rtol` and
 `atol`: bit for bit where the kernel only moves data, or sums values whose
 every partial sum is exact.
@@ -163,6 +164,49 @@ def all_gather_matmul(n, dtype, k=128, c=128):
     }
 
 
+def matmul_reduce_scatter(n, dtype, k=128, c=128):
+    name = f"matmul_reduce_scatter_{dtype}_n{n}"
+    m = 2 * TILE_ROWS[dtype]
+    # Device d holds all n * M rows over its slice of the contraction, and
+    # the same slice of w's rows.
+    if dtype == "f32":
+        x = shards(n, n * m, k, dtype)
+        w = shards(n, k, c, dtype)
+    else:
+        # Rows of x with three entries of +-1, w in multiples of 1/8 in
+        # [-1, 1]: every product and partial sum is a multiple of 1/8 below
+        # 3 * n <= 24, exact in bf16, so the ring's order and its rounding
+        # at each hop change nothing and the result is compared bit for bit.
+        x = np.zeros((n, n * m, k))
+        for d in range(n):
+            for r in range(n * m):
+                cols = RNG.choice(k, size=3, replace=False)
+                x[d, r, cols] = RNG.choice([-1.0, 1.0], size=3)
+        x = x.astype(ml_dtypes.bfloat16)
+        w = (RNG.integers(-8, 9, size=(n, k, c)) / 8.0).astype(ml_dtypes.bfloat16)
+    prods = np.stack([x[d].astype(np.float64) @ w[d].astype(np.float64) for d in range(n)])
+    # jax.lax.psum_scatter(x @ w, axis, scatter_dimension=0, tiled=True):
+    # device d gets rows d * M .. of the sum over devices.
+    total = prods.sum(axis=0)
+    y = to(dtype, np.stack([total[d * m : (d + 1) * m] for d in range(n)]))
+    # f32: every dot accumulates K products, each of the n - 1 hops rounds
+    # a partial sum and so does the last addition, each rounding within
+    # 2^-24 of its value; the magnitudes of all the terms, summed, bound
+    # every such value (the textbook bound of a sum of K + n + 1 roundings).
+    bound = np.stack([np.abs(x[d].astype(np.float64)) @ np.abs(w[d].astype(np.float64)) for d in range(n)]).sum(axis=0).max()
+    tol = (2.0**-24, float((k + n + 1) * 2.0**-24 * bound)) if dtype == "f32" else (0, 0)
+    return {
+        "name": name,
+        "kernel": "kernels/matmul_reduce_scatter.pk",
+        "mesh": str(n),
+        "params": {"n": n, "T": dtype, "M": m, "K": k, "N": c},
+        "inputs": {"x": save(name, "x", x), "w": save(name, "w", w)},
+        "expected": {"y": save(name, "y_expected", y)},
+        "rtol": tol[0],
+        "atol": tol[1],
+    }
+
+
 def main():
     cases = []
     for dtype in ["f32", "bf16"]:
@@ -175,6 +219,9 @@ def main():
             cases.append(reduce_scatter(n, dtype))
             cases.append(all_reduce(n, dtype))
             cases.append(all_gather_matmul(n, dtype))
+    for dtype in ["f32", "bf16"]:
+        for n in [2, 4, 8]:
+            cases.append(matmul_reduce_scatter(n, dtype))
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

@@ -179,6 +179,12 @@ fn the_cost_estimate_counts_the_bytes_sent_to_other_devices() {
             vec![("n", "8")],
             7 * 256 * 512 * 2,
         ),
+        // 3 hops, each two bf16 [128, 512] halves of partial sums.
+        (
+            "kernels/matmul_reduce_scatter.pk",
+            vec![],
+            3 * 256 * 512 * 2,
+        ),
     ] {
         let src = std::fs::read_to_string(common::root().join(file)).unwrap();
         let opts = Options {
@@ -238,6 +244,11 @@ fn collectives_compile_for_multi_chip_topologies_of_every_generation() {
             "kernels/all_gather_matmul.pk",
             vec![("n", "4"), ("T", "f32"), ("M", "128")],
         ),
+        ("kernels/matmul_reduce_scatter.pk", vec![("n", "4")]),
+        (
+            "kernels/matmul_reduce_scatter.pk",
+            vec![("n", "4"), ("T", "f32"), ("M", "128")],
+        ),
     ] {
         let src = std::fs::read_to_string(common::root().join(file)).unwrap();
         let opts = Options {
@@ -292,6 +303,11 @@ fn a_mesh_of_eight_devices_compiles_on_each_generations_eight_chip_slice() {
             "kernels/all_gather_matmul.pk",
             "M=256",
             "all_gather_matmul-M256-n8",
+        ),
+        (
+            "kernels/matmul_reduce_scatter.pk",
+            "M=256",
+            "matmul_reduce_scatter-M256-n8",
         ),
     ] {
         let out = dir.path().join(name);

@@ -38,7 +38,12 @@ def load(path: str, fp8: str | None = None) -> np.ndarray:
 # cases are tests/data/mesh/cases.json, run by tests/cpu_mesh.rs
 # (tests/multichip.rs compiles them with libtpu).
 ACROSS_DEVICES = {
-    "all_gather.pk", "all_gather_matmul.pk", "all_reduce.pk", "ppermute.pk", "reduce_scatter.pk"
+    "all_gather.pk",
+    "all_gather_matmul.pk",
+    "all_reduce.pk",
+    "matmul_reduce_scatter.pk",
+    "ppermute.pk",
+    "reduce_scatter.pk",
 }
 
 
