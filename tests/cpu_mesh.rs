@@ -253,3 +253,54 @@ fn the_readmes_deadlock_report_is_real() {
     assert_eq!(stderr(&o), shown);
     assert!(!y.exists());
 }
+
+/// `pkc bench --mesh` times the kernel on every device of the mesh, from
+/// stacked files or random arrays, and a file of one device's shape is
+/// refused with the stacked shape it needs.
+#[test]
+fn bench_times_a_kernel_on_its_mesh() {
+    let o = pkc(&[
+        "bench",
+        "kernels/all_gather.pk",
+        "--mesh",
+        "4",
+        "--iters",
+        "2",
+        "--json",
+        "--in",
+        "x=tests/data/mesh/all_gather_f32_n4/x.npy",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {:?}", o.stdout));
+    assert_eq!(v["devices"], 4);
+    assert_eq!(v["iters"], 2);
+    assert_eq!(v["inputs_from_files"], serde_json::json!(["x"]));
+    let o = pkc(&[
+        "bench",
+        "kernels/reduce_scatter.pk",
+        "--mesh",
+        "2",
+        "-p",
+        "n=2",
+        "--iters",
+        "1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("reduce_scatter on a mesh of 2 devices: median"),
+        "{out}"
+    );
+    let o = pkc(&[
+        "bench",
+        "kernels/all_gather.pk",
+        "--mesh",
+        "4",
+        "--in",
+        "x=tests/data/mesh/all_gather_f32_n4/y_expected.npy",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(codes_in(&err), ["PK1004"], "{err}");
+    assert!(err.contains("[4, 8, 128]"), "{err}");
+}
