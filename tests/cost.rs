@@ -29,7 +29,8 @@ fn add_moves_every_block_once() {
         Cost {
             flops: 1024 * 1024,
             transcendentals: 0,
-            bytes_accessed: 3 * 4 * 1024 * 1024
+            bytes_accessed: 3 * 4 * 1024 * 1024,
+            remote_bytes: 0,
         }
     );
 }

@@ -28,50 +28,68 @@ fn named(c: &serde_json::Value, key: &str, flag: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn the_collectives_match_numpy_on_2_4_and_8_devices() {
+/// The `pkc test` arguments of a case of cases.json, and its name.
+fn case_args(c: &serde_json::Value) -> (String, Vec<String>) {
+    let name = c["name"].as_str().unwrap_or_default().to_string();
+    let mut args: Vec<String> = vec![
+        "test".into(),
+        c["kernel"].as_str().expect("kernel").into(),
+        "--mesh".into(),
+        c["mesh"].as_str().expect("mesh").into(),
+        "--rtol".into(),
+        c["rtol"].as_f64().unwrap_or(0.0).to_string(),
+        "--atol".into(),
+        c["atol"].as_f64().unwrap_or(0.0).to_string(),
+    ];
+    args.extend(params(c));
+    args.extend(named(c, "inputs", "--in"));
+    args.extend(named(c, "expected", "--expect"));
+    (name, args)
+}
+
+fn cases() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(root().join("tests/data/mesh/cases.json")).expect("cases");
     let cases: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    let cases = cases.as_array().expect("a list");
-    assert!(cases.len() >= 12);
-    for c in cases {
-        let name = c["name"].as_str().unwrap_or_default();
-        let mut args: Vec<String> = vec![
-            "test".into(),
-            c["kernel"].as_str().expect("kernel").into(),
-            "--mesh".into(),
-            c["mesh"].as_str().expect("mesh").into(),
-            "--rtol".into(),
-            "0".into(),
-        ];
-        args.extend(params(c));
-        args.extend(named(c, "inputs", "--in"));
-        args.extend(named(c, "expected", "--expect"));
+    cases.as_array().expect("a list").clone()
+}
+
+#[test]
+fn the_collectives_match_numpy_on_2_4_and_8_devices() {
+    let cases = cases();
+    assert!(cases.len() >= 37);
+    for c in &cases {
+        let (name, args) = case_args(c);
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = pkc(&a);
         assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
     }
 }
 
+/// Every collective of the library gives the same result under 20 random
+/// orders of the devices' progress and the copies' landing.
 #[test]
 fn random_schedules_give_the_same_result() {
-    let o = pkc(&[
-        "test",
-        "kernels/all_gather.pk",
-        "--mesh",
-        "4",
-        "--schedules",
-        "20",
-        "--seed",
-        "7",
-        "--rtol",
-        "0",
-        "--in",
-        "x=tests/data/mesh/all_gather_f32_n4/x.npy",
-        "--expect",
-        "y=tests/data/mesh/all_gather_f32_n4/y_expected.npy",
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let cases = cases();
+    for want in [
+        "all_gather_f32_n4",
+        "reduce_scatter_f32_n4",
+        "all_reduce_bf16_n4",
+        "all_reduce_f32_n2",
+        "all_gather_matmul_f32_n4",
+        "all_gather_matmul_bf16_n2",
+        "matmul_reduce_scatter_f32_n4",
+        "matmul_reduce_scatter_bf16_n8",
+    ] {
+        let c = cases
+            .iter()
+            .find(|c| c["name"] == want)
+            .unwrap_or_else(|| panic!("case {want}"));
+        let (name, mut args) = case_args(c);
+        args.extend(["--schedules", "20", "--seed", "7"].map(String::from));
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = pkc(&a);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+    }
 }
 
 #[test]
@@ -204,4 +222,85 @@ fn a_deadlock_lists_every_devices_wait() {
             "{msg}"
         );
     }
+}
+
+/// The README's report of a broken collective is what `pkc run` prints.
+#[test]
+fn the_readmes_deadlock_report_is_real() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let cmd = "$ pkc run tests/cpu/mesh/wrong_semaphore.pk --mesh 4 --in x=x.npy --out y=y.npy\n";
+    let at = readme.find(cmd).expect("the report in the README") + cmd.len();
+    let shown = &readme[at..at + readme[at..].find("```").expect("a closed block")];
+    let dir = common::TempDir::new("mesh-readme");
+    let x = dir.path().join("x.npy");
+    std::fs::copy(
+        root().join("tests/data/mesh/ppermute_f32_n4_shift1/x.npy"),
+        &x,
+    )
+    .expect("x");
+    let y = dir.path().join("y.npy");
+    let o = pkc(&[
+        "run",
+        "tests/cpu/mesh/wrong_semaphore.pk",
+        "--mesh",
+        "4",
+        "--in",
+        &format!("x={}", x.display()),
+        "--out",
+        &format!("y={}", y.display()),
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert_eq!(stderr(&o), shown);
+    assert!(!y.exists());
+}
+
+/// `pkc bench --mesh` times the kernel on every device of the mesh, from
+/// stacked files or random arrays, and a file of one device's shape is
+/// refused with the stacked shape it needs.
+#[test]
+fn bench_times_a_kernel_on_its_mesh() {
+    let o = pkc(&[
+        "bench",
+        "kernels/all_gather.pk",
+        "--mesh",
+        "4",
+        "--iters",
+        "2",
+        "--json",
+        "--in",
+        "x=tests/data/mesh/all_gather_f32_n4/x.npy",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {:?}", o.stdout));
+    assert_eq!(v["devices"], 4);
+    assert_eq!(v["iters"], 2);
+    assert_eq!(v["inputs_from_files"], serde_json::json!(["x"]));
+    let o = pkc(&[
+        "bench",
+        "kernels/reduce_scatter.pk",
+        "--mesh",
+        "2",
+        "-p",
+        "n=2",
+        "--iters",
+        "1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("reduce_scatter on a mesh of 2 devices: median"),
+        "{out}"
+    );
+    let o = pkc(&[
+        "bench",
+        "kernels/all_gather.pk",
+        "--mesh",
+        "4",
+        "--in",
+        "x=tests/data/mesh/all_gather_f32_n4/y_expected.npy",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(codes_in(&err), ["PK1004"], "{err}");
+    assert!(err.contains("[4, 8, 128]"), "{err}");
 }

@@ -408,8 +408,9 @@ pub fn aot_compile(
     partitions: u32,
 ) -> Result<AotResult, Rendered> {
     let plugin = Plugin::load(None).map_err(|e| Rendered::diagnostic(&e))?;
+    let devices = u64::from(replicas.max(1)) * u64::from(partitions.max(1));
     let topology = plugin
-        .topology(target)
+        .topology_for(target, devices)
         .map_err(|e| Rendered::diagnostic(&e))?;
     let c = topology
         .compile_program(code, replicas, partitions)
@@ -429,7 +430,7 @@ pub fn aot_compile(
         .unwrap_or_default();
     Ok(AotResult {
         target: target.name().to_string(),
-        topology: target.topology_name().to_string(),
+        topology: c.topology.to_string(),
         generated_code_bytes: c.generated_code_bytes,
         executable_bytes: c.serialized_executable.len() as u64,
         compile_ms: c.compile_time.as_secs_f64() * 1e3,

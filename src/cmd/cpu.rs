@@ -361,7 +361,7 @@ impl Operands {
         self.list.iter().filter(|o| o.output)
     }
 
-    fn names(&self, output: bool) -> String {
+    pub fn names(&self, output: bool) -> String {
         let names: Vec<&str> = self
             .list
             .iter()

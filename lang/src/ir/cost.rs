@@ -1,5 +1,6 @@
 //! A cost estimate of one kernel call, derived from the IR: floating-point
-//! operations, transcendental evaluations and HBM bytes moved. XLA uses it
+//! operations, transcendental evaluations, HBM bytes moved and bytes sent
+//! to other devices (remote copies over the interconnect). XLA uses it
 //! (the `cost_estimate` of a `tpu_custom_call`) to schedule around the
 //! kernel; `pkc bench` divides by it to report GFLOP/s and GB/s.
 //!
@@ -18,6 +19,10 @@ pub struct Cost {
     pub flops: u64,
     pub transcendentals: u64,
     pub bytes_accessed: u64,
+    /// Bytes this device sends to others: the window of every remote copy
+    /// it starts, counted once per time the copy starts (loops with
+    /// constant bounds multiply, the costlier branch of an `if` counts).
+    pub remote_bytes: u64,
 }
 
 /// Grids larger than this are not simulated step by step; every step then
@@ -28,7 +33,7 @@ pub fn estimate(k: &Kernel) -> Cost {
     let steps = k.grid_steps().unwrap_or(1);
     let mut body = OpCost::default();
     if let Some(e) = k.body.entry {
-        body = block_cost(&k.body, e);
+        body = block_cost(k, &k.body, e);
     }
     let mut bytes = 0u64;
     for o in &k.operands {
@@ -50,6 +55,7 @@ pub fn estimate(k: &Kernel) -> Cost {
         flops: body.flops.saturating_mul(steps),
         transcendentals: body.transcendentals.saturating_mul(steps),
         bytes_accessed: bytes,
+        remote_bytes: body.remote_bytes.saturating_mul(steps),
     }
 }
 
@@ -57,6 +63,28 @@ pub fn estimate(k: &Kernel) -> Cost {
 struct OpCost {
     flops: u64,
     transcendentals: u64,
+    remote_bytes: u64,
+}
+
+impl OpCost {
+    fn add(&mut self, o: OpCost, times: u64) {
+        self.flops += o.flops * times;
+        self.transcendentals += o.transcendentals * times;
+        self.remote_bytes += o.remote_bytes * times;
+    }
+}
+
+/// The bytes of a ref window: its positions times the ref's element size.
+fn window_bytes(k: &Kernel, v: &RefView) -> u64 {
+    let positions: u64 = v
+        .index
+        .iter()
+        .map(|s| match *s {
+            Slice::Index(_) => 1,
+            Slice::Range { size, .. } | Slice::Strided { size, .. } => size,
+        })
+        .product();
+    positions * k.refs[v.target].ty.dtype.bytes()
 }
 
 fn elements(f: &Func, v: Value) -> u64 {
@@ -74,7 +102,7 @@ pub fn vector_elements(f: &Func, o: &Op) -> u64 {
         .unwrap_or(0)
 }
 
-fn block_cost(f: &Func, b: BlockId) -> OpCost {
+fn block_cost(k: &Kernel, f: &Func, b: BlockId) -> OpCost {
     let mut c = OpCost::default();
     for &op in &f.blocks[b].ops {
         let o = &f.ops[op];
@@ -105,9 +133,10 @@ fn block_cost(f: &Func, b: BlockId) -> OpCost {
                 ..
             } => {
                 // Charge the more expensive branch.
-                let (t, e) = (block_cost(f, *then_block), block_cost(f, *else_block));
+                let (t, e) = (block_cost(k, f, *then_block), block_cost(k, f, *else_block));
                 c.flops += t.flops.max(e.flops);
                 c.transcendentals += t.transcendentals.max(e.transcendentals);
+                c.remote_bytes += t.remote_bytes.max(e.remote_bytes);
             }
             OpKind::For {
                 lo, hi, step, body, ..
@@ -116,15 +145,17 @@ fn block_cost(f: &Func, b: BlockId) -> OpCost {
                     (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
                     _ => 1,
                 };
-                let inner = block_cost(f, *body);
-                c.flops += inner.flops * trips;
-                c.transcendentals += inner.transcendentals * trips;
+                c.add(block_cost(k, f, *body), trips);
             }
             OpKind::While { cond, body, .. } => {
-                let (a, b) = (block_cost(f, *cond), block_cost(f, *body));
-                c.flops += a.flops + b.flops;
-                c.transcendentals += a.transcendentals + b.transcendentals;
+                c.add(block_cost(k, f, *cond), 1);
+                c.add(block_cost(k, f, *body), 1);
             }
+            OpKind::RemoteDma {
+                phase: RemotePhase::Start,
+                src,
+                ..
+            } => c.remote_bytes += window_bytes(k, src),
             _ => {}
         }
     }

@@ -478,8 +478,8 @@ explain! {
         example: "remote_copy_start(buf, buf, send, recv, right);\ncopy_start(x, buf, local);   // error: `buf` is still being sent\nremote_wait_send(buf, buf, send, recv, right);"
     }
     "PK1043" "unordered-remote-writes" {
-        what: "Two copies from different devices write overlapping windows of one device with nothing ordering them: the second started before the first was waited for.",
-        why: "Which one lands last depends on the interconnect; the result differs from run to run on the TPU.",
+        what: "Two copies write overlapping windows of one device with nothing ordering them: the second started before the receiver waited for the first. The copies come from two devices, or one device sends into the window again (a ring's next partial sum into a buffer its neighbour has not taken in).",
+        why: "Which one lands last depends on the interconnect, and a receiver that has not waited for the first copy has not read it either; the result differs from run to run on the TPU. The receiver says it is done with a window by signalling a `sem` on the sender, which waits for it before sending again.",
         example: "// every device sends into y of device 0:\nremote_copy_start(x, y, send, recv, device_id(0));   // error with 2 or more senders"
     }
     "PK1044" "device-out-of-range" {

@@ -710,30 +710,51 @@ pub(crate) fn op(
             let mut st = mesh.lock();
             st.mem[me] = here;
             mesh.check_access(&st, me, site, Some(&src), None)?;
-            // Another device's copy into the same window, not yet received.
+            // A copy into the same window, not yet received: another
+            // device's, or this device's own earlier one (the receiver has
+            // not waited for it, let alone read it).
             if let Some(f) = st
                 .flights
                 .iter()
-                .find(|f| f.to == to && f.from != me && !f.received && overlap(&f.dst, &dst))
+                .find(|f| f.to == to && !f.received && overlap(&f.dst, &dst))
             {
                 let other = f.clone();
+                let (message, labels) = if other.from == me {
+                    (
+                        format!(
+                            "{} copies into the same window of {} again before {} has received its last copy there: nothing orders the two",
+                            mesh.device_name(me),
+                            mesh.device_name(to),
+                            mesh.device_name(to)
+                        ),
+                        vec![
+                            (other.site, format!("{} copies here first", mesh.device_name(me))),
+                            (site, format!("{} copies here again", mesh.device_name(me))),
+                        ],
+                    )
+                } else {
+                    (
+                        format!(
+                            "{} and {} both copy into the same window of {} with nothing ordering them: the copy from {} has not been received yet",
+                            mesh.device_name(other.from),
+                            mesh.device_name(me),
+                            mesh.device_name(to),
+                            mesh.device_name(other.from)
+                        ),
+                        vec![
+                            (other.site, format!("{} copies here", mesh.device_name(other.from))),
+                            (site, format!("{} copies here", mesh.device_name(me))),
+                        ],
+                    )
+                };
                 let e = mesh.error_at(
                     |message, src, labels| Error::UnorderedWrites {
                         message,
                         src,
                         labels,
                     },
-                    format!(
-                        "{} and {} both copy into the same window of {} with nothing ordering them: the copy from {} has not been received yet",
-                        mesh.device_name(other.from),
-                        mesh.device_name(me),
-                        mesh.device_name(to),
-                        mesh.device_name(other.from)
-                    ),
-                    vec![
-                        (other.site, format!("{} copies here", mesh.device_name(other.from))),
-                        (site, format!("{} copies here", mesh.device_name(me))),
-                    ],
+                    message,
+                    labels,
                 );
                 return Err(mesh.abort(st, e));
             }

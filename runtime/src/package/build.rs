@@ -286,14 +286,17 @@ pub fn compile_aot(
     let k = &built.kernel;
     if let Some(n) = k
         .devices()
-        .filter(|&n| !k.mesh.is_empty() && n > SLICE_DEVICES)
+        .filter(|&n| !k.mesh.is_empty() && n > pjrt::MAX_MESH_DEVICES)
     {
         return Err(PjrtError::Compile {
             target: target.to_string(),
             status: "INVALID_ARGUMENT".into(),
             message: format!(
-                "{MESH_TOO_LARGE} {n} devices; the {target} slice pk compiles for ({}) has {SLICE_DEVICES}",
-                target.topology_name()
+                "{MESH_TOO_LARGE} {n} devices; the largest {target} slice pk compiles for ({}) has {}",
+                target
+                    .topology_for(pjrt::MAX_MESH_DEVICES)
+                    .unwrap_or_default(),
+                pjrt::MAX_MESH_DEVICES
             ),
             locations: Vec::new(),
         });
@@ -302,10 +305,6 @@ pub fn compile_aot(
         .compile_logged(target, stablehlo, verbose)
         .map(AotArtifact::from_compiled)
 }
-
-/// The devices of the slice each generation is compiled for
-/// ([`TpuTarget::topology_name`]: 2x2 or 2x2x1 chips).
-pub const SLICE_DEVICES: u64 = 4;
 
 const MESH_TOO_LARGE: &str = "the kernel's mesh has";
 
@@ -424,7 +423,7 @@ pub fn libtpu_diagnostic(e: &PjrtError, k: &ir::Kernel, sources: &SourceMap) -> 
     }
     if too_large {
         return Some(d.help(
-            "AOT compiles a kernel on a mesh of at most 4 devices (each generation's 2x2 slice): build it with a smaller mesh, e.g. `-p n=4`",
+            "AOT compiles a kernel on a mesh of at most 8 devices (each generation's slice of 8 devices): build it with a smaller mesh, e.g. `-p n=8`",
         ));
     }
     Some(d.note(format!("libtpu status: {status}")).help(

@@ -52,7 +52,37 @@ impl TpuTarget {
             TpuTarget::Tpu7x => "tpu7x:2x2x1",
         }
     }
+
+    /// The topology a program of `devices` SPMD partitions (one per device
+    /// of a kernel's mesh, a device as JAX counts them) is compiled
+    /// against: the 4-chip slice of [`TpuTarget::topology_name`] up to 4
+    /// devices; up to [`MAX_MESH_DEVICES`], the generation's slice of 8
+    /// devices: 8 chips (`2x4`, or `2x2x2` where slices are 3-D), but the
+    /// same 4 chips for TPU7x, whose two TensorCores per chip are a device
+    /// each; none beyond.
+    pub fn topology_for(self, devices: u64) -> Option<&'static str> {
+        match devices {
+            0..=4 => Some(self.topology_name()),
+            5..=MAX_MESH_DEVICES => Some(match self {
+                TpuTarget::V4 => "v4:2x2x2",
+                TpuTarget::V5e => "v5e:2x4",
+                TpuTarget::V5p => "v5p:2x2x2",
+                TpuTarget::V6e => "v6e:2x4",
+                TpuTarget::Tpu7x => "tpu7x:2x2x1",
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a topology pk compiles this target against.
+    pub fn knows_topology(self, name: &str) -> bool {
+        [self.topology_for(4), self.topology_for(MAX_MESH_DEVICES)].contains(&Some(name))
+    }
 }
+
+/// The largest mesh pk compiles ahead of time: the devices of the 8-chip
+/// slices of [`TpuTarget::topology_for`].
+pub const MAX_MESH_DEVICES: u64 = 8;
 
 impl fmt::Display for TpuTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,5 +140,27 @@ mod tests {
             names,
             ["v4:2x2x1", "v5e:2x2", "v5p:2x2x1", "v6e:2x2", "tpu7x:2x2x1"]
         );
+    }
+
+    #[test]
+    fn a_mesh_of_eight_devices_is_compiled_on_an_eight_chip_slice() {
+        let names: Vec<Option<&str>> = TpuTarget::all().iter().map(|t| t.topology_for(8)).collect();
+        assert_eq!(
+            names,
+            [
+                Some("v4:2x2x2"),
+                Some("v5e:2x4"),
+                Some("v5p:2x2x2"),
+                Some("v6e:2x4"),
+                Some("tpu7x:2x2x1")
+            ]
+        );
+        assert_eq!(TpuTarget::V5e.topology_for(2), Some("v5e:2x2"));
+        assert_eq!(TpuTarget::V5e.topology_for(5), Some("v5e:2x4"));
+        assert_eq!(TpuTarget::V5e.topology_for(9), None);
+        assert!(TpuTarget::V6e.knows_topology("v6e:2x4"));
+        assert!(!TpuTarget::V6e.knows_topology("v5e:2x4"));
+        assert!(TpuTarget::Tpu7x.knows_topology("tpu7x:2x2x1"));
+        assert!(!TpuTarget::Tpu7x.knows_topology("tpu7x:2x2x2"));
     }
 }
