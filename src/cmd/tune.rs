@@ -1,6 +1,6 @@
 //! `pkc tune FILE -p M=.. [--in NAME=PATH].. --target T[,..] [--eval
 //! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--timeout SECS|none]
-//! [--json] [--tuned-cache DIR] [--force] [--no-aot] [--plot FILE.svg]`:
+//! [--screen FACTOR|none] [--json] [--tuned-cache DIR] [--force] [--no-aot] [--plot FILE.svg]`:
 //! chooses a kernel's tunable parameters per target (docs/tuning.md).
 //!
 //! The pipeline, per target: look the request up in the tuning cache, and
@@ -11,7 +11,9 @@
 //! default); build each configuration with the checker for that target,
 //! which prunes what breaks the TPU's rules (and the kernel's `where`),
 //! counting the pruned per diagnostic code; compile the survivors with
-//! libtpu ahead of time, on `--jobs` threads, recording code size and
+//! libtpu ahead of time (under `--eval schedule` only those the roofline
+//! model puts within `--screen` of its best, and the default), on `--jobs`
+//! threads, recording code size and
 //! memory and dropping what libtpu refuses; rank them with one evaluator
 //! (successive halving over timing repeats for `cpu`, each run stopped at
 //! `--timeout`); print the best, the default and why it lost; cache the
@@ -86,6 +88,12 @@ pub struct Args {
     /// ranked [default: 300, as `pkc run`].
     #[arg(long, value_name = "SECS|none", value_parser = parse_timeout)]
     pub timeout: Option<Timeout>,
+    /// `--eval schedule`: compile (and read libtpu's schedule of) only the
+    /// configurations the roofline model predicts within this factor of its
+    /// best (a number >= 1, e.g. 1.5), and the default; `none` compiles
+    /// every one [default: 1.5].
+    #[arg(long, value_name = "FACTOR|none", value_parser = parse_screen)]
+    pub screen: Option<Screen>,
     /// Print one JSON object per target instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +127,40 @@ impl Args {
     /// default.
     pub fn timeout(&self) -> Timeout {
         self.timeout.unwrap_or(Timeout(Some(DEFAULT_TIMEOUT)))
+    }
+
+    /// The screen's margin: `--screen`, else [`DEFAULT_SCREEN`]; `None`
+    /// (every configuration compiled) for evaluators other than
+    /// `schedule`.
+    pub fn screen(&self) -> Option<f64> {
+        match self.eval {
+            Eval::Schedule => self.screen.unwrap_or(Screen(Some(DEFAULT_SCREEN))).0,
+            _ => None,
+        }
+    }
+}
+
+/// `--screen`: the margin over the roofline model's best within which a
+/// configuration is compiled under `--eval schedule`; `None` compiles all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Screen(pub Option<f64>);
+
+/// The default `--screen`. On the library's spaces and the validation's
+/// cases (docs/tuning.md, "How long it takes"), the schedule model's best
+/// is at most 1.13x the roofline's best by the roofline model; 1.5 leaves
+/// that margin again and more.
+pub const DEFAULT_SCREEN: f64 = 1.5;
+
+/// `--screen`: a finite number of at least 1, or `none`.
+fn parse_screen(s: &str) -> Result<Screen, String> {
+    if s == "none" {
+        return Ok(Screen(None));
+    }
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 1.0 => Ok(Screen(Some(f))),
+        _ => Err(format!(
+            "`{s}` is not a factor of at least 1 (e.g. 1.5) or `none`"
+        )),
     }
 }
 
@@ -247,6 +289,14 @@ pub fn run(mut a: Args) -> u8 {
     // Every --in file is opened and its header read before any work.
     if let Err(e) = super::tune_inputs::check_given(&a.inputs) {
         return super::cpu::report_cpu(&e);
+    }
+    if a.screen.is_some() && a.eval != Eval::Schedule {
+        return super::usage::UsageError::NotApplicable {
+            flag: "--screen".into(),
+            context: format!("with --eval {}", a.eval.name()),
+            hint: "--screen chooses which configurations --eval schedule compiles".into(),
+        }
+        .report();
     }
     if a.timeout.is_some() && a.eval != Eval::Cpu {
         return super::usage::UsageError::NotApplicable {

@@ -116,6 +116,7 @@ pub(super) fn settings(a: &Args) -> Settings {
             Eval::Cpu => a.timeout().0.map(|d| d.as_secs_f64()),
             _ => None,
         },
+        screen: a.screen(),
     }
 }
 
