@@ -4,7 +4,9 @@ use crate::ir::DType;
 use std::fmt;
 use std::str::FromStr;
 
-/// A TPU generation pk compiles for.
+/// A TPU generation pk compiles for: the one type of the front end's
+/// checks, the backends and libtpu's ahead-of-time compiles
+/// (`pk_runtime::pjrt::TpuTarget` is this type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Target {
     V4,
@@ -25,6 +27,25 @@ impl Target {
         Target::V6e,
         Target::Tpu7x,
     ];
+
+    /// Every target, oldest first.
+    pub fn all() -> &'static [Target] {
+        &Target::ALL
+    }
+
+    /// The libtpu topology compiled against: the smallest slice that libtpu
+    /// accepts by name alone. A kernel runs on one TensorCore, so the slice
+    /// size does not change its code; single-chip names such as `v5e:1x1`
+    /// would need the extra create option `chips_per_host_bounds`.
+    pub fn topology_name(self) -> &'static str {
+        match self {
+            Target::V4 => "v4:2x2x1",
+            Target::V5e => "v5e:2x2",
+            Target::V5p => "v5p:2x2x1",
+            Target::V6e => "v6e:2x2",
+            Target::Tpu7x => "tpu7x:2x2x1",
+        }
+    }
 
     /// The `--target` spelling.
     pub fn name(self) -> &'static str {

@@ -116,8 +116,10 @@ pub(super) struct Staged {
 
 /// Checks and lowers every configuration tried for `target` and, with a
 /// plugin, compiles the survivors, on `--jobs` threads.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     a: &Args,
+    session: &pk_lang::Session,
     name: &str,
     space: &Space,
     configs: &[Config],
@@ -152,7 +154,7 @@ pub(super) fn stage(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(c) = configs.get(i) else { break };
-                let mut o = lower(a, space, c, target, g, given);
+                let mut o = lower(a, session, space, c, target, g, given);
                 if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
                     let (compiled, captured) = match module_of(cand, target) {
                         Ok(m) => compile_cached(p, target, m, kept.as_deref()),
@@ -373,6 +375,7 @@ pub(super) fn finish(
 /// not seen it yet.
 fn lower(
     a: &Args,
+    session: &pk_lang::Session,
     space: &Space,
     c: &Config,
     target: TpuTarget,
@@ -389,7 +392,7 @@ fn lower(
         cpu_reference: !a.eval.predicts(),
         ..Default::default()
     };
-    let b = match build::build_file(&a.file, &opts) {
+    let b = match build::build_session(session, &opts) {
         Ok(b) => b,
         Err(f) => {
             let code = f
