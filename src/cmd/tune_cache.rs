@@ -153,7 +153,7 @@ pub fn tuned_params(
         [Eval::Tpu, Eval::Cpu, Eval::Schedule, Eval::Model]
             .into_iter()
             .find_map(|e| {
-                let key = key(&text, &name, &kparams, &space, target, e);
+                let key = key(text, &name, &kparams, &space, target, e);
                 find(
                     &dir,
                     &key,
