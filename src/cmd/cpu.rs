@@ -219,6 +219,16 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 
 /// Compiles the kernel of `file` (or loads the package directory `file`).
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
+    load_from(file, None, a)
+}
+
+/// [`load`], checking the kernel in `session` when the caller has `file`
+/// open already (so it is read and parsed once).
+pub fn load_from(
+    file: &Path,
+    session: Option<&pk_lang::Session>,
+    a: &CpuArgs,
+) -> Result<Loaded, u8> {
     a.kernel.validate()?;
     let fuel = a.fuel.is_some();
     let loaded = if super::common::is_package_arg(file) {
@@ -235,7 +245,15 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
         }
         load_package(file, fuel, a.check_uninit)?
     } else {
-        compile(file, a, fuel)?
+        let opened;
+        let session = match session {
+            Some(s) => s,
+            None => {
+                opened = pk_lang::Session::open(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+                &opened
+            }
+        };
+        compile(file, session, a, fuel)?
     };
     // Before any input file is read: the sizes follow from the operands.
     loaded
@@ -245,8 +263,9 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     Ok(loaded)
 }
 
-fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
-    let module = pk_lang::compile_file(file, &a.kernel.options(true))
+fn compile(file: &Path, session: &pk_lang::Session, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
+    let module = session
+        .check(&a.kernel.options(true))
         .map_err(|f| report(&f).max(EXIT_ERRORS))?;
     let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
     let k = &module.kernels[only_kernel(file, &names)?];
@@ -254,9 +273,7 @@ fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
         target: a.kernel.target(),
         check_uninit: a.check_uninit,
     };
-    let w = pk_lowering::wasm::lower(k, &module.sources, &opts)
-        .map_err(|e| report_cpu(&Error::from_lowering(&e, &module.sources)))?;
-    let kernel = CpuKernel::from_lowered(&w, fuel).map_err(|e| report_cpu(&e))?;
+    let kernel = CpuKernel::from_ir(k, &module.sources, &opts, fuel).map_err(|e| report_cpu(&e))?;
     Ok(Loaded {
         kernel,
         ir: Some(k.clone()),

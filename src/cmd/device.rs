@@ -64,6 +64,16 @@ impl Kernel {
     /// Prepares the kernel of `file` for the device of `d`; on failure,
     /// prints the diagnostics and returns the exit code.
     pub fn load(file: &Path, c: &CpuArgs, d: &DeviceArgs) -> Result<Kernel, u8> {
+        Kernel::load_from(file, None, c, d)
+    }
+
+    /// [`Kernel::load`] of a file the caller has open already as `session`.
+    pub fn load_from(
+        file: &Path,
+        session: Option<&pk_lang::Session>,
+        c: &CpuArgs,
+        d: &DeviceArgs,
+    ) -> Result<Kernel, u8> {
         match d.device {
             Device::Cpu => {
                 if d.libtpu.is_some() {
@@ -75,7 +85,7 @@ impl Kernel {
                     }
                     .report());
                 }
-                let loaded = cpu::load(file, c)?;
+                let loaded = cpu::load_from(file, session, c)?;
                 let mesh = cpu::mesh_run(&loaded.kernel, c).map_err(|e| report_cpu(&e))?;
                 Ok(Kernel::Cpu {
                     loaded: Box::new(loaded),
@@ -83,9 +93,8 @@ impl Kernel {
                     mesh,
                 })
             }
-            Device::Tpu => {
-                TpuKernel::load(file, c, d.libtpu.clone()).map(|k| Kernel::Tpu(Box::new(k)))
-            }
+            Device::Tpu => TpuKernel::load(file, session, c, d.libtpu.clone())
+                .map(|k| Kernel::Tpu(Box::new(k))),
         }
     }
 
@@ -129,7 +138,12 @@ impl Kernel {
 }
 
 impl TpuKernel {
-    fn load(file: &Path, c: &CpuArgs, libtpu: Option<PathBuf>) -> Result<TpuKernel, u8> {
+    fn load(
+        file: &Path,
+        session: Option<&pk_lang::Session>,
+        c: &CpuArgs,
+        libtpu: Option<PathBuf>,
+    ) -> Result<TpuKernel, u8> {
         c.kernel.validate()?;
         if let Some(flag) = cpu_only_flag(c) {
             return Err(UsageError::NotApplicable {
@@ -147,7 +161,10 @@ impl TpuKernel {
             }
             .report());
         }
-        let (target, built) = super::emit::build_stablehlo(file, &c.kernel)?;
+        let (target, built) = match session {
+            Some(s) => super::emit::build_stablehlo_of(s, &c.kernel)?,
+            None => super::emit::build_stablehlo(file, &c.kernel)?,
+        };
         let names: Vec<&str> = built
             .kernels
             .iter()
@@ -264,7 +281,7 @@ mod tests {
             let Ok(Kernel::Cpu { loaded, .. }) = Kernel::load(&path, &c, &cpu_device()) else {
                 panic!("{file} loads on the CPU");
             };
-            let Ok(tpu) = TpuKernel::load(&path, &c, None) else {
+            let Ok(tpu) = TpuKernel::load(&path, None, &c, None) else {
                 panic!("{file} builds for the TPU");
             };
             let ops = Operands::of_cpu(&loaded.kernel);

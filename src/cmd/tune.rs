@@ -37,7 +37,6 @@ use super::ui::{json_line, print_diagnostic, status, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
 use pk_runtime::cpu::{npy, Error as CpuError};
-use pk_runtime::package::build;
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 use pk_runtime::tune::cache::{self, Entry};
 use pk_runtime::tune::report::Report;
@@ -306,15 +305,22 @@ pub fn run(mut a: Args) -> u8 {
         }
         .report();
     }
-    let text = match pk_lang::read_source(&a.file) {
-        Ok(t) => t,
+    // The file is read, parsed and resolved once; every configuration and
+    // target is checked against that.
+    let session = match pk_lang::Session::open(&a.file) {
+        Ok(s) => s,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
+    let text = session
+        .sources()
+        .get(pk_lang::span::FileId(0))
+        .text
+        .to_string();
     // The parameters alone fix the kernel, the space and the values the
     // cache is keyed by: the default configuration need not be valid for
     // the shapes given.
     let first = a.target.0[0];
-    let (name, params) = match kernel_params(&a.file, a.kernel.as_deref(), &a.params, first) {
+    let (name, params) = match kernel_params(&session, a.kernel.as_deref(), &a.params, first) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -325,7 +331,7 @@ pub fn run(mut a: Args) -> u8 {
         });
         return EXIT_ERRORS;
     }
-    let configs = match choose(&a, &name, &space, first) {
+    let configs = match choose(&a, &session, &name, &space, first) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -369,7 +375,9 @@ pub fn run(mut a: Args) -> u8 {
     let mut ray = None;
     if let (Some(address), Some(s)) = (&a.ray, &sweep) {
         for &target in &todo {
-            staged.push(stage(&a, &name, &space, &configs, target, None, &s.given));
+            staged.push(stage(
+                &a, &session, &name, &space, &configs, target, None, &s.given,
+            ));
         }
         match compile_on_ray(address, a.libtpu.as_deref(), &name, &mut staged) {
             Ok(u) => ray = Some(u),
@@ -395,7 +403,9 @@ pub fn run(mut a: Args) -> u8 {
             (Plan::Tune, Some(s)) => {
                 let st = match staged.next() {
                     Some(st) => st,
-                    None => stage(&a, &name, &space, &configs, target, s.plugin, &s.given),
+                    None => stage(
+                        &a, &session, &name, &space, &configs, target, s.plugin, &s.given,
+                    ),
                 };
                 let aot = s.plugin.is_some() || ray.is_some();
                 let r = finish(&a, &space, st, aot, ray.clone(), s.device.as_ref());
@@ -675,9 +685,15 @@ fn print_all_pruned(a: &Args, name: &str, r: &Report) {
 /// The configurations to try: the space filtered by the kernel's `where`
 /// constraints (with the `-p` values), then sampled to `--budget` with
 /// `--seed`. Says how many the constraints leave when they exclude some.
-fn choose(a: &Args, name: &str, space: &Space, target: TpuTarget) -> Result<Vec<Config>, u8> {
+fn choose(
+    a: &Args,
+    session: &pk_lang::Session,
+    name: &str,
+    space: &Space,
+    target: TpuTarget,
+) -> Result<Vec<Config>, u8> {
     let opts = pk_lang::Options {
-        target: build::lang_target(target),
+        target,
         params: a.params.clone(),
         kernel: Some(name.to_string()),
         ..Default::default()
@@ -690,7 +706,7 @@ fn choose(a: &Args, name: &str, space: &Space, target: TpuTarget) -> Result<Vec<
         if failure.is_some() {
             return vec![false; cs.len()];
         }
-        match pk_lang::where_holds(&a.file, &opts, &names, cs) {
+        match session.where_holds(&opts, &names, cs) {
             Ok(h) => {
                 considered += h.len() as u64;
                 excluded += h.iter().filter(|ok| !**ok).count() as u64;
@@ -737,29 +753,32 @@ pub(super) fn space_of(params: &[ir::Param], fixed: &[(String, String)]) -> Spac
 
 /// The one selected kernel's name and checked parameters.
 pub(super) fn kernel_params(
-    file: &Path,
+    session: &pk_lang::Session,
     kernel: Option<&str>,
     params: &[(String, String)],
     target: TpuTarget,
 ) -> Result<(String, Vec<ir::Param>), u8> {
     let opts = pk_lang::Options {
-        target: build::lang_target(target),
+        target,
         params: params.to_vec(),
         kernel: kernel.map(str::to_string),
         specialise: true,
         ..Default::default()
     };
-    let mut ks = pk_lang::kernel_params(file, &opts).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    let mut ks = session
+        .params(&opts)
+        .map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    let file = session.name();
     match ks.len() {
         1 => Ok(ks.remove(0)),
         0 => Err(super::usage::UsageError::NoKernel {
-            file: file.display().to_string(),
+            file: file.to_string(),
         }
         .report()),
         _ => {
             let names: Vec<&str> = ks.iter().map(|(n, _)| n.as_str()).collect();
             Err(super::usage::UsageError::SeveralKernels {
-                file: file.display().to_string(),
+                file: file.to_string(),
                 names: names.join(", "),
             }
             .report())

@@ -124,8 +124,10 @@ pub(super) struct Staged {
 /// Checks and lowers every configuration tried for `target` and, with a
 /// plugin, compiles the survivors, on `--jobs` threads. Under `--screen`
 /// only the survivors the roofline model cannot rule out are compiled.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     a: &Args,
+    session: &pk_lang::Session,
     name: &str,
     space: &Space,
     configs: &[Config],
@@ -142,7 +144,7 @@ pub(super) fn stage(
     let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
     bar.set_message("checking");
     let mut outcomes = in_parallel(jobs, configs.len(), |i| {
-        let o = lower(a, space, &configs[i], target, g, given);
+        let o = lower(a, session, space, &configs[i], target, g, given);
         bar.inc(1);
         o
     });
@@ -495,6 +497,7 @@ pub(super) fn finish(
 /// not seen it yet.
 fn lower(
     a: &Args,
+    session: &pk_lang::Session,
     space: &Space,
     c: &Config,
     target: TpuTarget,
@@ -511,7 +514,7 @@ fn lower(
         cpu_reference: !a.eval.predicts(),
         ..Default::default()
     };
-    let b = match build::build_file(&a.file, &opts) {
+    let b = match build::build_session(session, &opts) {
         Ok(b) => b,
         Err(f) => {
             let code = f

@@ -21,7 +21,8 @@ pub struct Cost {
     pub bytes_accessed: u64,
     /// Bytes this device sends to others: the window of every remote copy
     /// it starts, counted once per time the copy starts (loops with
-    /// constant bounds multiply, the costlier branch of an `if` counts).
+    /// constant bounds multiply; of an `if` the branch that specialisation
+    /// fixed, else the dearer one).
     pub remote_bytes: u64,
 }
 
@@ -31,10 +32,8 @@ const MAX_SIMULATED_STEPS: u64 = 1 << 20;
 
 pub fn estimate(k: &Kernel) -> Cost {
     let steps = k.grid_steps().unwrap_or(1);
-    let mut body = OpCost::default();
-    if let Some(e) = k.body.entry {
-        body = block_cost(k, &k.body, e);
-    }
+    // One step's work, by the rules the tuner counts with too.
+    let body = super::work::step(k);
     let mut bytes = 0u64;
     for o in &k.operands {
         let elem = o.dtype.bytes();
@@ -52,39 +51,11 @@ pub fn estimate(k: &Kernel) -> Cost {
         }
     }
     Cost {
-        flops: body.flops.saturating_mul(steps),
+        flops: body.flops().saturating_mul(steps),
         transcendentals: body.transcendentals.saturating_mul(steps),
         bytes_accessed: bytes,
         remote_bytes: body.remote_bytes.saturating_mul(steps),
     }
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct OpCost {
-    flops: u64,
-    transcendentals: u64,
-    remote_bytes: u64,
-}
-
-impl OpCost {
-    fn add(&mut self, o: OpCost, times: u64) {
-        self.flops += o.flops * times;
-        self.transcendentals += o.transcendentals * times;
-        self.remote_bytes += o.remote_bytes * times;
-    }
-}
-
-/// The bytes of a ref window: its positions times the ref's element size.
-fn window_bytes(k: &Kernel, v: &RefView) -> u64 {
-    let positions: u64 = v
-        .index
-        .iter()
-        .map(|s| match *s {
-            Slice::Index(_) => 1,
-            Slice::Range { size, .. } | Slice::Strided { size, .. } => size,
-        })
-        .product();
-    positions * k.refs[v.target].ty.dtype.bytes()
 }
 
 fn elements(f: &Func, v: Value) -> u64 {
@@ -100,66 +71,6 @@ pub fn vector_elements(f: &Func, o: &Op) -> u64 {
         .filter(|r| !f.ty(**r).is_scalar())
         .map(|r| elements(f, *r))
         .unwrap_or(0)
-}
-
-fn block_cost(k: &Kernel, f: &Func, b: BlockId) -> OpCost {
-    let mut c = OpCost::default();
-    for &op in &f.blocks[b].ops {
-        let o = &f.ops[op];
-        // Scalar-unit work (index arithmetic, loop counters) is not counted:
-        // the estimate is about the vector and matrix units.
-        let out = vector_elements(f, o);
-        match &o.kind {
-            OpKind::Unary(u, _) => {
-                c.flops += out;
-                if u.is_transcendental() {
-                    c.transcendentals += out;
-                }
-            }
-            OpKind::Binary(..) | OpKind::Compare(..) | OpKind::Select { .. } => c.flops += out,
-            OpKind::Reduce { value, .. } => c.flops += elements(f, *value),
-            OpKind::Dot { lhs, trans_lhs, .. } => {
-                let s = f.ty(*lhs).shape();
-                let kdim = if *trans_lhs {
-                    s[0].get()
-                } else {
-                    s.get(1).map(Dim::get).unwrap_or(1)
-                };
-                c.flops += 2 * out * kdim;
-            }
-            OpKind::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                // Charge the more expensive branch.
-                let (t, e) = (block_cost(k, f, *then_block), block_cost(k, f, *else_block));
-                c.flops += t.flops.max(e.flops);
-                c.transcendentals += t.transcendentals.max(e.transcendentals);
-                c.remote_bytes += t.remote_bytes.max(e.remote_bytes);
-            }
-            OpKind::For {
-                lo, hi, step, body, ..
-            } => {
-                let trips = match (const_int(f, *lo), const_int(f, *hi)) {
-                    (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
-                    _ => 1,
-                };
-                c.add(block_cost(k, f, *body), trips);
-            }
-            OpKind::While { cond, body, .. } => {
-                c.add(block_cost(k, f, *cond), 1);
-                c.add(block_cost(k, f, *body), 1);
-            }
-            OpKind::RemoteDma {
-                phase: RemotePhase::Start,
-                src,
-                ..
-            } => c.remote_bytes += window_bytes(k, src),
-            _ => {}
-        }
-    }
-    c
 }
 
 /// The value of an i32 constant op, if `v` is one.

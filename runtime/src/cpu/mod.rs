@@ -331,6 +331,20 @@ impl CpuKernel {
         CpuKernel::new(&k.bytes, k.manifest.clone(), fuel)
     }
 
+    /// The CPU reference of a checked kernel: Tile IR lowered to Wasm and
+    /// compiled, with a lowering failure located in `sources` (the module's
+    /// or the session's the kernel was checked in).
+    pub fn from_ir(
+        k: &pk_lang::ir::Kernel,
+        sources: &pk_lang::span::SourceMap,
+        opts: &pk_lowering::wasm::Options,
+        fuel: bool,
+    ) -> Result<CpuKernel, Error> {
+        let w = pk_lowering::wasm::lower(k, sources, opts)
+            .map_err(|e| Error::from_lowering(&e, sources))?;
+        CpuKernel::from_lowered(&w, fuel)
+    }
+
     pub fn manifest(&self) -> &CpuManifest {
         &self.m
     }
