@@ -9,6 +9,7 @@
 //! [`compile_source`] and [`compile_file`] run it for the kernels of one
 //! file, specialised with the given parameters for one target.
 
+pub mod analysis;
 pub mod ast;
 pub mod check;
 pub mod depth;
@@ -278,7 +279,7 @@ fn int_literal(v: i64, span: Span) -> ast::Expr {
 }
 
 /// Runs `f` on a thread with the compiler's stack.
-fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send + Clone) -> T {
+pub(crate) fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send + Clone) -> T {
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("pk-compile".into())
