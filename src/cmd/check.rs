@@ -30,10 +30,23 @@ pub fn run(a: Args) -> u8 {
     let from_workspace = !a.all_targets && a.kernel.target.is_none() && a.kernel.params.is_empty();
     let mut code = EXIT_OK;
     for file in &a.files {
+        // One session per file: read, parsed and resolved once, checked
+        // per target and parameter set.
+        let session = match pk_lang::Session::open(file) {
+            Ok(s) => s,
+            Err(f) => {
+                if !ui().json {
+                    eprintln!("{}: errors", file.display());
+                }
+                report(&f);
+                code = EXIT_ERRORS;
+                continue;
+            }
+        };
         let mut checks: Vec<(pk_lang::Target, Vec<(String, String)>)> =
             targets.iter().map(|t| (*t, a.kernel.params.clone())).collect();
         if from_workspace {
-            match workspace_checks(file) {
+            match workspace_checks(file, &session) {
                 Ok(Some(c)) => checks = c,
                 Ok(None) => {}
                 Err(d) => {
@@ -54,7 +67,7 @@ pub fn run(a: Args) -> u8 {
             opts.target = *t;
             opts.params = params.clone();
             let t = context(*t, params);
-            match pk_lang::compile_file(file, &opts) {
+            match session.check(&opts) {
                 Ok(m) => {
                     if !m.warnings.is_empty() {
                         report(&pk_lang::Failure {
@@ -89,6 +102,7 @@ pub fn run(a: Args) -> u8 {
 #[allow(clippy::type_complexity)]
 fn workspace_checks(
     file: &std::path::Path,
+    session: &pk_lang::Session,
 ) -> Result<Option<Vec<(pk_lang::Target, Vec<(String, String)>)>>, Box<pk_lang::diag::Diag>> {
     let dir = std::fs::canonicalize(file)
         .ok()
@@ -98,20 +112,15 @@ fn workspace_checks(
     if ws.path.is_none() {
         return Ok(None);
     }
-    let declared: Vec<String> = match std::fs::read_to_string(file) {
-        Ok(text) => {
-            let (m, _) = pk_lang::parse::parse(pk_lang::span::FileId(0), &text);
-            m.items
-                .iter()
-                .filter_map(|it| match it {
-                    pk_lang::ast::Item::Kernel(k) => Some(k),
-                    _ => None,
-                })
-                .flat_map(|k| k.params.iter().map(|p| p.name.name.clone()))
-                .collect()
-        }
-        // The compile reports the unreadable file.
-        Err(_) => Vec::new(),
+    let declared: Vec<String> = if session.program().modules.is_empty() {
+        Vec::new()
+    } else {
+        session
+            .program()
+            .root_kernels()
+            .iter()
+            .flat_map(|(_, k)| k.params.iter().map(|p| p.name.name.clone()))
+            .collect()
     };
     let mut out = Vec::new();
     for t in &ws.targets {

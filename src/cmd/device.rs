@@ -44,6 +44,9 @@ pub enum Kernel {
     Cpu {
         loaded: Box<cpu::Loaded>,
         options: RunOptions,
+        /// On a mesh: every array stacks the devices' on leading
+        /// dimensions.
+        mesh: Option<cpu::MeshRun>,
     },
     Tpu(Box<TpuKernel>),
 }
@@ -72,9 +75,12 @@ impl Kernel {
                     }
                     .report());
                 }
+                let loaded = cpu::load(file, c)?;
+                let mesh = cpu::mesh_run(&loaded.kernel, c).map_err(|e| report_cpu(&e))?;
                 Ok(Kernel::Cpu {
-                    loaded: Box::new(cpu::load(file, c)?),
+                    loaded: Box::new(loaded),
                     options: cpu::run_options(c),
+                    mesh,
                 })
             }
             Device::Tpu => {
@@ -86,7 +92,15 @@ impl Kernel {
     /// The operands the command-line files are checked against.
     pub fn operands(&self) -> Operands {
         match self {
-            Kernel::Cpu { loaded, .. } => Operands::of_cpu(&loaded.kernel),
+            Kernel::Cpu { loaded, mesh, .. } => {
+                let mut ops = Operands::of_cpu(&loaded.kernel);
+                if let Some(mesh) = mesh {
+                    for o in &mut ops.list {
+                        o.shape = mesh.shape.iter().chain(&o.shape).copied().collect();
+                    }
+                }
+                ops
+            }
             Kernel::Tpu(k) => Operands::of_ir(&k.kernel),
         }
     }
@@ -96,10 +110,19 @@ impl Kernel {
     /// prints the diagnostic and returns the exit code.
     pub fn run(&self, inputs: Vec<HostArray>) -> Result<Vec<HostArray>, u8> {
         match self {
-            Kernel::Cpu { loaded, options } => loaded
+            Kernel::Cpu {
+                loaded,
+                options,
+                mesh: None,
+            } => loaded
                 .kernel
                 .run(inputs, options)
                 .map_err(|e| report_cpu(&e)),
+            Kernel::Cpu {
+                loaded,
+                options,
+                mesh: Some(mesh),
+            } => cpu::run_on_mesh(&loaded.kernel, mesh, inputs, options),
             Kernel::Tpu(k) => k.run(&inputs),
         }
     }
@@ -188,6 +211,8 @@ fn cpu_only_flag(c: &CpuArgs) -> Option<&'static str> {
         Some("--dma")
     } else if c.check_uninit {
         Some("--check-uninit")
+    } else if c.mesh.is_some() {
+        Some("--mesh")
     } else {
         None
     }

@@ -21,9 +21,9 @@ mod handlers;
 use clap::Args as ClapArgs;
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
-use lsp_types::notification::Notification as _;
 use lsp_types::{self as lsp, Uri};
 use pk_lang::analysis::{Analysis, Workspace};
+use pk_lang::Session;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,11 +81,20 @@ pub struct Server<'c> {
     workspaces: HashMap<PathBuf, Workspace>,
 }
 
-struct Job {
-    uri: Uri,
-    version: i32,
-    text: String,
-    workspace: Workspace,
+/// Work for the analysis thread.
+enum Job {
+    /// Analyse this version of a document.
+    Analyse {
+        uri: Uri,
+        version: i32,
+        text: String,
+        workspace: Workspace,
+        /// Read the document's `use`d files from the disk again first
+        /// (one was saved).
+        reload: bool,
+    },
+    /// The document was closed: forget its session.
+    Close(Uri),
 }
 
 struct Done {
@@ -116,26 +125,58 @@ fn serve(conn: &Connection) -> Result<(), Box<dyn std::error::Error + Send + Syn
     result
 }
 
-/// The analysis thread: analyses the newest job of each document.
+/// The analysis thread: keeps a [`Session`] per open document, so that an
+/// edit parses and resolves only what changed, and analyses the newest
+/// version of each document it is sent.
 fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
+    let mut sessions: HashMap<Uri, Session> = HashMap::new();
     while let Ok(first) = rx.recv() {
         // Only the newest text of a document is worth analysing.
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
-        let mut newest: Vec<Job> = Vec::new();
+        let mut newest: Vec<(Uri, i32, String, Workspace, bool)> = Vec::new();
         for j in batch {
-            match newest.iter_mut().find(|n| n.uri == j.uri) {
-                Some(n) if n.version <= j.version => *n = j,
-                Some(_) => {}
-                None => newest.push(j),
+            match j {
+                Job::Close(uri) => {
+                    sessions.remove(&uri);
+                    newest.retain(|n| n.0 != uri);
+                }
+                Job::Analyse {
+                    uri,
+                    version,
+                    text,
+                    workspace,
+                    reload,
+                } => match newest.iter_mut().find(|n| n.0 == uri) {
+                    Some(n) if n.1 <= version => {
+                        let reload = reload || n.4;
+                        *n = (uri, version, text, workspace, reload);
+                    }
+                    Some(_) => {}
+                    None => newest.push((uri, version, text, workspace, reload)),
+                },
             }
         }
-        for j in newest {
-            let (name, dir) = convert::file_of(&j.uri);
-            let analysis = Analysis::run(&name, &j.text, dir, &j.workspace);
+        for (uri, version, text, workspace, reload) in newest {
+            let session = match sessions.get_mut(&uri) {
+                Some(s) => {
+                    if reload {
+                        s.reload();
+                    }
+                    s.edit(&text);
+                    s
+                }
+                None => {
+                    let (name, dir) = convert::file_of(&uri);
+                    sessions
+                        .entry(uri.clone())
+                        .or_insert_with(|| Session::from_text(&name, &text, dir))
+                }
+            };
+            let analysis = Analysis::of(session, &workspace);
             let done = Done {
-                uri: j.uri,
-                version: j.version,
+                uri,
+                version,
                 analysis: Arc::new(analysis),
             };
             if tx.send(done).is_err() {
@@ -194,21 +235,22 @@ impl Server<'_> {
             .map(|(u, _)| u.clone())
             .collect();
         for uri in due {
-            self.send_job(&uri);
+            self.send_job(&uri, false);
         }
     }
 
-    fn send_job(&mut self, uri: &Uri) {
+    fn send_job(&mut self, uri: &Uri, reload: bool) {
         let workspace = self.workspace_of(uri);
         let Some(doc) = self.docs.get_mut(uri) else {
             return;
         };
         doc.dirty = None;
-        let _ = self.jobs.send(Job {
+        let _ = self.jobs.send(Job::Analyse {
             uri: uri.clone(),
             version: doc.version,
             text: doc.text.clone(),
             workspace,
+            reload,
         });
     }
 
@@ -287,7 +329,7 @@ impl Server<'_> {
                         },
                     );
                     // Opening is not typing: analyse at once.
-                    self.send_job(&uri);
+                    self.send_job(&uri, false);
                 }
             }
             DidChangeTextDocument::METHOD => {
@@ -304,6 +346,7 @@ impl Server<'_> {
             DidCloseTextDocument::METHOD => {
                 if let Ok(p) = n.extract::<lsp::DidCloseTextDocumentParams>(DidCloseTextDocument::METHOD) {
                     self.docs.remove(&p.text_document.uri);
+                    let _ = self.jobs.send(Job::Close(p.text_document.uri.clone()));
                     self.notify::<PublishDiagnostics>(lsp::PublishDiagnosticsParams {
                         uri: p.text_document.uri,
                         diagnostics: Vec::new(),
@@ -313,11 +356,17 @@ impl Server<'_> {
             }
             DidSaveTextDocument::METHOD => {
                 if let Ok(p) = n.extract::<lsp::DidSaveTextDocumentParams>(DidSaveTextDocument::METHOD) {
-                    if p.text_document.uri.as_str().ends_with(pk_lang::analysis::workspace::FILE_NAME) {
+                    // A saved `pk.toml` changes what is checked; a saved
+                    // `.pk` file may be `use`d by the other documents.
+                    let saved = p.text_document.uri;
+                    let toml = saved.as_str().ends_with(pk_lang::analysis::workspace::FILE_NAME);
+                    if toml {
                         self.workspaces.clear();
-                        let uris: Vec<Uri> = self.docs.keys().cloned().collect();
+                    }
+                    if toml || saved.as_str().ends_with(".pk") {
+                        let uris: Vec<Uri> = self.docs.keys().filter(|u| **u != saved).cloned().collect();
                         for u in uris {
-                            self.send_job(&u);
+                            self.send_job(&u, true);
                         }
                     }
                 }

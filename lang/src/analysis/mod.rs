@@ -2,9 +2,10 @@
 //! and parameter sets of the workspace, what any expression is, where a
 //! name is declared and used, what can be typed at a position.
 //!
-//! [`Analysis::run`] parses and resolves the text once, indexes its names
-//! ([`index`]), then checks every kernel once per target and parameter
-//! set with the checker recording the type of each expression at its span
+//! A [`Session`] parses and resolves the text (after an edit, only the
+//! files that changed); [`Analysis::of`] indexes its names ([`index`]),
+//! then checks every kernel once per target and parameter set with the
+//! checker recording the type of each expression at its span
 //! ([`crate::check::Checker::types`]); the queries below only read the
 //! result. The language server (`pkc lsp`) is a thin layer over them.
 //!
@@ -22,7 +23,8 @@ use crate::ast;
 use crate::check;
 use crate::diag::{codes, Diag, Explanation};
 use crate::ir::{self, ParamValue};
-use crate::resolve::{self, ModId, Program};
+use crate::resolve::{ModId, Program};
+use crate::session::Session;
 use crate::span::{FileId, SourceMap, Span};
 use crate::target::Target;
 use index::{DefKind, Index};
@@ -63,10 +65,18 @@ pub struct Analysis {
 
 impl Analysis {
     /// Analyses `text`, the file `name` (whose `use`d siblings are read
-    /// from `dir`), for the targets and parameter sets of `ws`.
+    /// from `dir`), for the targets and parameter sets of `ws`: a
+    /// [`Session`] opened for this one analysis.
     pub fn run(name: &str, text: &str, dir: Option<PathBuf>, ws: &Workspace) -> Analysis {
-        let ws = ws.clone();
-        crate::on_compiler_stack(|| analyse(name, text, dir.clone(), &ws))
+        Analysis::of(&Session::from_text(name, text, dir), ws)
+    }
+
+    /// Analyses the current text of `session` for the targets and
+    /// parameter sets of `ws`. Parsing and resolving are the session's:
+    /// after [`Session::edit`] only what changed was parsed and resolved
+    /// again, and the analysis only checks and indexes.
+    pub fn of(session: &Session, ws: &Workspace) -> Analysis {
+        crate::session::on_compiler_stack(|| analyse(session, ws))
     }
 
     pub fn text(&self) -> &str {
@@ -386,21 +396,12 @@ pub fn reference_row(name: &str) -> Option<String> {
     }
 }
 
-fn analyse(name: &str, text: &str, dir: Option<PathBuf>, ws: &Workspace) -> Analysis {
-    let text = crate::files::strip_bom(text);
-    let mut sources = SourceMap::new();
-    let root = sources.add(name, text);
+fn analyse(session: &Session, ws: &Workspace) -> Analysis {
+    let mut sources = session.sources().clone();
+    let root = FileId(0);
+    let program = session.program().clone();
+    let load_diags = session.diagnostics().to_vec();
     let mut diags: Vec<Found> = Vec::new();
-    let (program, load_diags) = if text.len() > crate::MAX_SOURCE_BYTES {
-        let d = Diag::new(
-            &codes::FILE_TOO_LARGE,
-            "source is larger than the 16 MiB limit",
-            Span::new(root, 0, 0),
-        );
-        (Program::default(), vec![d])
-    } else {
-        resolve::Loader::new(&mut sources, dir).load(root)
-    };
     let loaded = !program.modules.is_empty();
     let stop = load_diags.iter().any(|d| d.is_error());
     for d in load_diags {

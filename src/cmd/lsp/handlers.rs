@@ -3,7 +3,7 @@
 
 use super::convert::{self, offset, position, range};
 use lsp_server::Request;
-use lsp_types::{self as lsp, request::Request as _};
+use lsp_types as lsp;
 use pk_lang::analysis::complete::{ItemKind, TokenClass};
 use pk_lang::analysis::index::DefKind;
 use pk_lang::analysis::Analysis;
