@@ -417,6 +417,22 @@ fn analyse(session: &Session, ws: &Workspace) -> Analysis {
     };
     let mut types = Vec::new();
     let mut kernels = Vec::new();
+    let first = ws.targets.first().zip(ws.params.first());
+    if let (true, Some((&target, params))) = (loaded && stop, first) {
+        // `pkc check` stops at these errors, and so do the diagnostics;
+        // but the checker still tells what the other expressions are, so
+        // that hover and inlay hints keep working while a name is fixed.
+        let (_, ks, ts) = check_all(&program, &mut sources, target, params, true);
+        types = ts;
+        kernels = ks
+            .into_iter()
+            .map(|kernel| Checked {
+                target,
+                params: params.clone(),
+                kernel,
+            })
+            .collect();
+    }
     if loaded && !stop {
         let checks: Vec<(Target, &Vec<(String, String)>)> = ws
             .targets
