@@ -46,7 +46,7 @@ async def session(tmp_path) -> None:
             )
         )
         first = await asyncio.wait_for(diagnostics.get(), 30)
-        assert first.uri == uri and first.diagnostics == []
+        assert first.uri == uri and list(first.diagnostics) == []
 
         # Hover on `v` (line 5, column 8): a bm x 256 = 128 x 256 f32 tile.
         hover = await client.text_document_hover_async(
