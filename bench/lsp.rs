@@ -126,11 +126,15 @@ fn main() {
         json!({"textDocument": {"uri": uri, "languageId": "pk", "version": 1, "text": text}}),
     );
     c.diagnostics(1);
-    // A name used in the body, for hover and definition: the first `let`.
+    // A name used in the body, for hover and definition: the first
+    // immutable `let` (`let rows = ...`).
     let (line, col) = text
         .lines()
         .enumerate()
-        .find_map(|(i, l)| l.find("let ").map(|c| (i, c + 4)))
+        .find_map(|(i, l)| {
+            let c = l.find("let ")?;
+            (!l[c..].starts_with("let mut ")).then_some((i, c + 4))
+        })
         .expect("flash.pk has a let");
     let (mut diag, mut hover, mut def) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {

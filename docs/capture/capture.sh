@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Renders docs/editor-nvim.png: Neovim (TUI, in tmux) with `pkc lsp`
-# attached to a kernel, its diagnostic and the hover on a `let`; the
-# terminal's screen is turned into HTML and photographed by headless
-# chromium. Needs nvim, tmux, chromium; PKC names the pkc to use.
+# Prints the screen of Neovim (TUI, in tmux) with `pkc lsp` attached to a
+# kernel: its diagnostic and the hover on a `let`, as the README shows it.
+# Needs nvim and tmux; PKC names the pkc to use.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pkc="${PKC:-$here/../../target/debug/pkc}"
@@ -20,11 +19,7 @@ grid (i in M / bm parallel)
 }
 PK
 cd "$work"
-tmux new-session -d -s pkcap -x 100 -y 24 \
+tmux new-session -d -s pkcap -x 90 -y 22 \
     "PKC=$pkc nvim --clean -n -c 'set nomore' -c 'luafile $here/capture.lua' k.pk"
 sleep "${CAPTURE_WAIT:-8}"
-tmux capture-pane -t pkcap -p -e > screen.ansi
-python3 "$here/ansi2html.py" < screen.ansi > screen.html
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --window-size=1000,520 --screenshot="$here/../editor-nvim.png" "file://$work/screen.html" 2>/dev/null
-echo "wrote docs/editor-nvim.png"
+tmux capture-pane -t pkcap -p | sed -e 's/[[:space:]]*$//'
