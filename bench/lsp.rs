@@ -22,7 +22,8 @@ struct Client {
 impl Client {
     fn send(&mut self, v: Value) {
         let body = v.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write to pkc lsp");
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len())
+            .expect("write to pkc lsp");
         self.stdin.flush().expect("flush");
     }
 
@@ -64,7 +65,9 @@ impl Client {
     fn diagnostics(&mut self, version: i64) -> Value {
         loop {
             let m = self.recv();
-            if m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version) {
+            if m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["version"] == json!(version)
+            {
                 return m;
             }
         }
@@ -95,16 +98,26 @@ fn main() {
     let mut session = pk_lang::Session::from_text(&name, &text, dir.clone());
     let (mut analyse, mut cold) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        let edited = if r % 2 == 0 { format!(" {text}") } else { text.clone() };
+        let edited = if r % 2 == 0 {
+            format!(" {text}")
+        } else {
+            text.clone()
+        };
         let t = Instant::now();
         session.edit(&edited);
         let a = pk_lang::analysis::Analysis::of(&session, &ws);
         analyse.push(t.elapsed());
-        assert!(a.diags.iter().all(|d| !d.diag.is_error()), "flash.pk checks");
+        assert!(
+            a.diags.iter().all(|d| !d.diag.is_error()),
+            "flash.pk checks"
+        );
         let t = Instant::now();
         let a = pk_lang::analysis::Analysis::run(&name, &edited, dir.clone(), &ws);
         cold.push(t.elapsed());
-        assert!(a.diags.iter().all(|d| !d.diag.is_error()), "flash.pk checks");
+        assert!(
+            a.diags.iter().all(|d| !d.diag.is_error()),
+            "flash.pk checks"
+        );
     }
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_pkc"))
@@ -153,7 +166,8 @@ fn main() {
         );
         c.diagnostics(version);
         diag.push(t.elapsed());
-        let pos = json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": col}});
+        let pos =
+            json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": col}});
         let t = Instant::now();
         let h = c.request("textDocument/hover", pos.clone());
         hover.push(t.elapsed());
@@ -168,9 +182,24 @@ fn main() {
     let _ = child.wait();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("pkc lsp on kernels/flash.pk, medians of {rounds} rounds:");
-    println!("  analysis after an edit (session kept)     {:7.2} ms", ms(median(analyse)));
-    println!("  analysis from a new session               {:7.2} ms", ms(median(cold)));
-    println!("  edit -> diagnostics (30 ms debounce incl.) {:7.2} ms  (goal <= 100)", ms(median(diag)));
-    println!("  hover                                     {:7.2} ms  (goal <= 20)", ms(median(hover)));
-    println!("  definition                                {:7.2} ms  (goal <= 20)", ms(median(def)));
+    println!(
+        "  analysis after an edit (session kept)     {:7.2} ms",
+        ms(median(analyse))
+    );
+    println!(
+        "  analysis from a new session               {:7.2} ms",
+        ms(median(cold))
+    );
+    println!(
+        "  edit -> diagnostics (30 ms debounce incl.) {:7.2} ms  (goal <= 100)",
+        ms(median(diag))
+    );
+    println!(
+        "  hover                                     {:7.2} ms  (goal <= 20)",
+        ms(median(hover))
+    );
+    println!(
+        "  definition                                {:7.2} ms  (goal <= 20)",
+        ms(median(def))
+    );
 }

@@ -48,8 +48,13 @@ fn hover_shows_the_shape_of_a_let_and_of_an_expression() {
     let (_, md) = a.hover(at(SRC, "v = x", 0)).expect("hover on `v`");
     assert!(md.contains("local"), "{md}");
     assert!(md.contains("`f32[128, 256]`"), "{md}");
-    let (_, t) = a.type_at(at(SRC, "x[..]", 0) + 2).expect("a type inside `x[..]`");
-    assert!(t.contains("f32[128, 256]") || t.contains("vmem f32[128, 256]"), "{t}");
+    let (_, t) = a
+        .type_at(at(SRC, "x[..]", 0) + 2)
+        .expect("a type inside `x[..]`");
+    assert!(
+        t.contains("f32[128, 256]") || t.contains("vmem f32[128, 256]"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -61,7 +66,10 @@ fn hover_on_an_operand_gives_its_block_space_and_vmem_bytes_per_target() {
     let a = run(SRC, &ws);
     let (_, md) = a.hover(at(SRC, "x: f32", 0)).expect("hover on `x`");
     // 128 x 256 f32 = 131072 bytes, twice that double-buffered.
-    assert!(md.contains("v5e: `ref<vmem f32[128, 256]>`, 131072 B of VMEM (262144 B double-buffered)"), "{md}");
+    assert!(
+        md.contains("v5e: `ref<vmem f32[128, 256]>`, 131072 B of VMEM (262144 B double-buffered)"),
+        "{md}"
+    );
     assert!(md.contains("v6e: `ref<vmem f32[128, 256]>`"), "{md}");
 }
 
@@ -77,7 +85,9 @@ fn hover_on_a_parameter_gives_its_value_and_origin() {
     };
     let a = run(SRC, &ws);
     // In the grid `M / bm` the use of `bm` is the parameter too.
-    let (_, md) = a.hover(at(SRC, "bm parallel", 0)).expect("hover on a use of `bm`");
+    let (_, md) = a
+        .hover(at(SRC, "bm parallel", 0))
+        .expect("hover on a use of `bm`");
     assert!(md.contains("`bm = 64` (from `/w/pk.toml`)"), "{md}");
 }
 
@@ -104,7 +114,9 @@ fn hover_on_a_diagnostic_gives_its_explanation() {
 fn definition_and_references_of_locals_functions_params_and_std() {
     let a = run(SRC, &Workspace::default());
     // `twice(v)`: the call names the function declared on line 4.
-    let d = a.definition(at(SRC, "twice(v)", 0)).expect("definition of `twice`");
+    let d = a
+        .definition(at(SRC, "twice(v)", 0))
+        .expect("definition of `twice`");
     assert_eq!(d.start, at(SRC, "twice(x)", 0));
     // `v` is declared once and used once.
     let refs = a.references(at(SRC, "v = x", 0), true);
@@ -113,7 +125,9 @@ fn definition_and_references_of_locals_functions_params_and_std() {
     // `bm`: declared in the header, used in two blocks and the grid.
     assert_eq!(a.references(at(SRC, "bm = 128", 0), false).len(), 3);
     // `nn::relu` is declared in the standard library's nn.pk.
-    let d = a.definition(at(SRC, "relu", 0)).expect("definition of `relu`");
+    let d = a
+        .definition(at(SRC, "relu", 0))
+        .expect("definition of `relu`");
     let file = a.sources.get(d.file);
     assert_eq!(file.name, "std/nn.pk");
     assert_eq!(&file.text[d.start as usize..d.end as usize], "relu");
@@ -125,7 +139,10 @@ fn completion_offers_module_items_builtins_dtypes_and_names_in_scope() {
     let after = at(SRC, "relu", 0);
     let items = a.complete(after);
     let labels: Vec<&str> = items.iter().map(|c| c.label.as_str()).collect();
-    assert!(labels.contains(&"softmax_rows") && labels.contains(&"gelu"), "{labels:?}");
+    assert!(
+        labels.contains(&"softmax_rows") && labels.contains(&"gelu"),
+        "{labels:?}"
+    );
     assert!(!labels.contains(&"exp"), "only nn's items after `nn::`");
     let inside = at(SRC, "y[..] =", 0);
     let items = a.complete(inside);
@@ -140,7 +157,9 @@ fn completion_offers_module_items_builtins_dtypes_and_names_in_scope() {
 fn signature_help_names_the_argument_being_typed() {
     let src = SRC.replace("let v = x[..];", "let v = dot(x[..], ");
     let a = run(&src, &Workspace::default());
-    let (label, params, active) = a.signature(at(&src, "dot(x[..], ", 0) + 11).expect("inside dot(");
+    let (label, params, active) = a
+        .signature(at(&src, "dot(x[..], ", 0) + 11)
+        .expect("inside dot(");
     assert!(label.starts_with("dot(a, b"), "{label}");
     assert_eq!(params[0], "a");
     assert_eq!(active, 1);
@@ -149,7 +168,11 @@ fn signature_help_names_the_argument_being_typed() {
 #[test]
 fn inlay_hints_show_the_shapes_of_untyped_lets() {
     let a = run(SRC, &Workspace::default());
-    let hints: Vec<(u32, String)> = a.let_hints().into_iter().map(|(s, t)| (s.start, t)).collect();
+    let hints: Vec<(u32, String)> = a
+        .let_hints()
+        .into_iter()
+        .map(|(s, t)| (s.start, t))
+        .collect();
     assert_eq!(
         hints,
         vec![
@@ -165,7 +188,10 @@ fn diagnostics_name_the_targets_and_parameter_sets_that_report_them() {
     let ws = Workspace {
         path: None,
         targets: vec![Target::V5e],
-        params: vec![vec![("bm".into(), "128".into())], vec![("bm".into(), "4".into())]],
+        params: vec![
+            vec![("bm".into(), "128".into())],
+            vec![("bm".into(), "4".into())],
+        ],
     };
     let a = run(SRC, &ws);
     let codes: Vec<(&str, Vec<String>)> = a
@@ -187,7 +213,10 @@ fn the_workspace_file_is_parsed_and_bad_ones_are_pk0011() {
     assert_eq!(w.targets, vec![Target::V5e, Target::V6e]);
     assert_eq!(
         w.params,
-        vec![vec![("M".to_string(), "1024".to_string()), ("T".to_string(), "bf16".to_string())]]
+        vec![vec![
+            ("M".to_string(), "1024".to_string()),
+            ("T".to_string(), "bf16".to_string())
+        ]]
     );
     assert!(Workspace::parse("targets = [\"v9\"]").is_err());
     assert!(Workspace::parse("colour = 1").is_err());
@@ -224,7 +253,12 @@ fn no_query_panics_on_any_prefix_of_a_kernel() {
 #[test]
 fn pkc_check_checks_what_pk_toml_asks_for() {
     let dir = TempDir::new("pktoml");
-    dir.file("k.pk", SRC.replace("use std::nn;\n", "").replace("nn::relu(w)", "w").as_bytes());
+    dir.file(
+        "k.pk",
+        SRC.replace("use std::nn;\n", "")
+            .replace("nn::relu(w)", "w")
+            .as_bytes(),
+    );
     // Two targets; the second parameter set breaks the tiling (4 rows).
     dir.file(
         "pk.toml",
@@ -264,6 +298,8 @@ fn an_edit_analyses_on_the_same_session_without_parsing_std_again() {
     let codes: Vec<&str> = a.diags.iter().map(|f| f.diag.code.code).collect();
     assert_eq!(codes, vec!["PK0101"]);
     // Definition into std still answers from the kept module.
-    let d = a.definition(at(&edited, "relu", 0)).expect("definition of `relu`");
+    let d = a
+        .definition(at(&edited, "relu", 0))
+        .expect("definition of `relu`");
     assert_eq!(a.sources.get(d.file).name, "std/nn.pk");
 }

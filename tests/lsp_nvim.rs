@@ -30,7 +30,10 @@ fn neovim_reads_diagnostics_hover_and_definition() {
     let out = dir.path().join("out.txt");
     let status = Command::new("nvim")
         .args(["--headless", "--clean", "-n", "-u", "NONE", "-c"])
-        .arg(format!("luafile {}", root().join("tests/lsp/nvim.lua").display()))
+        .arg(format!(
+            "luafile {}",
+            root().join("tests/lsp/nvim.lua").display()
+        ))
         .env("PK_FILE", &file)
         .env("PK_OUT", &out)
         .env("PKC", env!("CARGO_BIN_EXE_pkc"))
@@ -43,7 +46,10 @@ fn neovim_reads_diagnostics_hover_and_definition() {
     let lines: Vec<&str> = got.lines().collect();
     // `vv` on line 7 (0-based), column 16: not declared anywhere.
     assert_eq!(
-        lines.iter().filter(|l| l.starts_with("diagnostic")).collect::<Vec<_>>(),
+        lines
+            .iter()
+            .filter(|l| l.starts_with("diagnostic"))
+            .collect::<Vec<_>>(),
         vec![&"diagnostic 7:16 PK0101 unknown name `vv` (not found in this scope)"],
         "{got}"
     );

@@ -43,8 +43,10 @@ pub fn run(a: Args) -> u8 {
                 continue;
             }
         };
-        let mut checks: Vec<(pk_lang::Target, Vec<(String, String)>)> =
-            targets.iter().map(|t| (*t, a.kernel.params.clone())).collect();
+        let mut checks: Vec<(pk_lang::Target, Vec<(String, String)>)> = targets
+            .iter()
+            .map(|t| (*t, a.kernel.params.clone()))
+            .collect();
         if from_workspace {
             match workspace_checks(file, &session) {
                 Ok(Some(c)) => checks = c,

@@ -187,7 +187,10 @@ fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
 }
 
 impl Server<'_> {
-    fn main_loop(&mut self, done: &Receiver<Done>) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    fn main_loop(
+        &mut self,
+        done: &Receiver<Done>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let incoming = self.conn.receiver.clone();
         loop {
             let timeout = self.next_deadline();
@@ -267,7 +270,10 @@ impl Server<'_> {
         let w = match Workspace::find(&dir) {
             Ok(w) => w,
             Err(d) => {
-                self.show_message(lsp::MessageType::WARNING, &format!("{}: {}", d.code.code, d.message));
+                self.show_message(
+                    lsp::MessageType::WARNING,
+                    &format!("{}: {}", d.code.code, d.message),
+                );
                 Workspace::default()
             }
         };
@@ -316,7 +322,9 @@ impl Server<'_> {
         use lsp::notification::*;
         match n.method.as_str() {
             DidOpenTextDocument::METHOD => {
-                if let Ok(p) = n.extract::<lsp::DidOpenTextDocumentParams>(DidOpenTextDocument::METHOD) {
+                if let Ok(p) =
+                    n.extract::<lsp::DidOpenTextDocumentParams>(DidOpenTextDocument::METHOD)
+                {
                     let uri = p.text_document.uri;
                     self.docs.insert(
                         uri.clone(),
@@ -333,7 +341,9 @@ impl Server<'_> {
                 }
             }
             DidChangeTextDocument::METHOD => {
-                if let Ok(p) = n.extract::<lsp::DidChangeTextDocumentParams>(DidChangeTextDocument::METHOD) {
+                if let Ok(p) =
+                    n.extract::<lsp::DidChangeTextDocumentParams>(DidChangeTextDocument::METHOD)
+                {
                     if let Some(doc) = self.docs.get_mut(&p.text_document.uri) {
                         for c in p.content_changes {
                             convert::apply_change(&mut doc.text, c);
@@ -344,7 +354,9 @@ impl Server<'_> {
                 }
             }
             DidCloseTextDocument::METHOD => {
-                if let Ok(p) = n.extract::<lsp::DidCloseTextDocumentParams>(DidCloseTextDocument::METHOD) {
+                if let Ok(p) =
+                    n.extract::<lsp::DidCloseTextDocumentParams>(DidCloseTextDocument::METHOD)
+                {
                     self.docs.remove(&p.text_document.uri);
                     let _ = self.jobs.send(Job::Close(p.text_document.uri.clone()));
                     self.notify::<PublishDiagnostics>(lsp::PublishDiagnosticsParams {
@@ -355,16 +367,21 @@ impl Server<'_> {
                 }
             }
             DidSaveTextDocument::METHOD => {
-                if let Ok(p) = n.extract::<lsp::DidSaveTextDocumentParams>(DidSaveTextDocument::METHOD) {
+                if let Ok(p) =
+                    n.extract::<lsp::DidSaveTextDocumentParams>(DidSaveTextDocument::METHOD)
+                {
                     // A saved `pk.toml` changes what is checked; a saved
                     // `.pk` file may be `use`d by the other documents.
                     let saved = p.text_document.uri;
-                    let toml = saved.as_str().ends_with(pk_lang::analysis::workspace::FILE_NAME);
+                    let toml = saved
+                        .as_str()
+                        .ends_with(pk_lang::analysis::workspace::FILE_NAME);
                     if toml {
                         self.workspaces.clear();
                     }
                     if toml || saved.as_str().ends_with(".pk") {
-                        let uris: Vec<Uri> = self.docs.keys().filter(|u| **u != saved).cloned().collect();
+                        let uris: Vec<Uri> =
+                            self.docs.keys().filter(|u| **u != saved).cloned().collect();
                         for u in uris {
                             self.send_job(&u, true);
                         }
@@ -410,7 +427,8 @@ impl Server<'_> {
     fn answer(&self, req: Request, a: &Analysis) {
         let id = req.id.clone();
         // A bug in a handler must cost one answer, not the session.
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(req, a)));
+        let out =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(req, a)));
         match out {
             Ok(Ok(v)) => self.reply(id, v),
             Ok(Err(m)) => self.reply_error(id, ErrorCode::MethodNotFound, &m),
@@ -419,14 +437,18 @@ impl Server<'_> {
     }
 
     fn reply(&self, id: RequestId, v: serde_json::Value) {
-        let _ = self.conn.sender.send(Message::Response(Response::new_ok(id, v)));
-    }
-
-    fn reply_error(&self, id: RequestId, code: ErrorCode, m: &str) {
         let _ = self
             .conn
             .sender
-            .send(Message::Response(Response::new_err(id, code as i32, m.to_string())));
+            .send(Message::Response(Response::new_ok(id, v)));
+    }
+
+    fn reply_error(&self, id: RequestId, code: ErrorCode, m: &str) {
+        let _ = self.conn.sender.send(Message::Response(Response::new_err(
+            id,
+            code as i32,
+            m.to_string(),
+        )));
     }
 }
 
@@ -456,12 +478,14 @@ fn capabilities() -> lsp::ServerCapabilities {
         inlay_hint_provider: Some(lsp::OneOf::Left(true)),
         code_action_provider: Some(lsp::CodeActionProviderCapability::Simple(true)),
         semantic_tokens_provider: Some(
-            lsp::SemanticTokensServerCapabilities::SemanticTokensOptions(lsp::SemanticTokensOptions {
-                legend: convert::legend(),
-                full: Some(lsp::SemanticTokensFullOptions::Bool(true)),
-                range: None,
-                ..Default::default()
-            }),
+            lsp::SemanticTokensServerCapabilities::SemanticTokensOptions(
+                lsp::SemanticTokensOptions {
+                    legend: convert::legend(),
+                    full: Some(lsp::SemanticTokensFullOptions::Bool(true)),
+                    range: None,
+                    ..Default::default()
+                },
+            ),
         ),
         ..Default::default()
     }

@@ -36,9 +36,33 @@ pub struct Completion {
 }
 
 const KEYWORDS: &[&str] = &[
-    "kernel", "fn", "use", "const", "let", "mut", "if", "else", "for", "in", "while", "grid",
-    "block", "at", "scratch", "prefetch", "parallel", "arbitrary", "vmem", "smem", "any",
-    "where", "assert", "unroll", "step", "true", "false",
+    "kernel",
+    "fn",
+    "use",
+    "const",
+    "let",
+    "mut",
+    "if",
+    "else",
+    "for",
+    "in",
+    "while",
+    "grid",
+    "block",
+    "at",
+    "scratch",
+    "prefetch",
+    "parallel",
+    "arbitrary",
+    "vmem",
+    "smem",
+    "any",
+    "where",
+    "assert",
+    "unroll",
+    "step",
+    "true",
+    "false",
 ];
 
 impl Analysis {
@@ -204,7 +228,12 @@ impl Analysis {
                 span: Default::default(),
             })
             .collect();
-        let f = match self.program.modules.first().and(self.program.lookup(ModId(0), &segs)) {
+        let f = match self
+            .program
+            .modules
+            .first()
+            .and(self.program.lookup(ModId(0), &segs))
+        {
             Some(ItemRef::Fn(m, i)) => self.program.fn_decl(m, i),
             _ => self.local_fn(last),
         }?;
@@ -241,20 +270,18 @@ impl Analysis {
                 Tok::Int(_) | Tok::Float(_) => TokenClass::Number,
                 Tok::Str(_) => TokenClass::String,
                 Tok::DocComment(_) | Tok::ModuleDoc(_) | Tok::Comment => TokenClass::Comment,
-                Tok::Ident(name) => {
-                    match self.index.def_at(self.root, s as u32) {
-                        Some(d) => match self.index.defs[d].kind {
-                            DefKind::Function | DefKind::Kernel => TokenClass::Function,
-                            DefKind::Param | DefKind::Generic => TokenClass::Parameter,
-                            DefKind::Module => TokenClass::Namespace,
-                            DefKind::Const => TokenClass::Constant,
-                            _ => TokenClass::Variable,
-                        },
-                        None if DType::from_name(name).is_some() => TokenClass::Type,
-                        None if check::is_builtin(name) => TokenClass::Function,
-                        None => continue,
-                    }
-                }
+                Tok::Ident(name) => match self.index.def_at(self.root, s as u32) {
+                    Some(d) => match self.index.defs[d].kind {
+                        DefKind::Function | DefKind::Kernel => TokenClass::Function,
+                        DefKind::Param | DefKind::Generic => TokenClass::Parameter,
+                        DefKind::Module => TokenClass::Namespace,
+                        DefKind::Const => TokenClass::Constant,
+                        _ => TokenClass::Variable,
+                    },
+                    None if DType::from_name(name).is_some() => TokenClass::Type,
+                    None if check::is_builtin(name) => TokenClass::Function,
+                    None => continue,
+                },
                 other => {
                     let w = other.text();
                     if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic() || c == '_') {

@@ -508,7 +508,10 @@ impl Walker<'_> {
     }
 
     fn lookup_local(&self, name: &str) -> Option<usize> {
-        self.scopes.iter().rev().find_map(|(s, _)| s.get(name).copied())
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|(s, _)| s.get(name).copied())
     }
 
     fn path(&mut self, p: &ast::Path) {

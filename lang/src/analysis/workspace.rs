@@ -59,8 +59,8 @@ impl Workspace {
 
     /// Reads one `pk.toml`.
     pub fn read(path: &Path) -> Result<Workspace, Box<Diag>> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| bad(path, format!("cannot be read: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| bad(path, format!("cannot be read: {e}")))?;
         let mut w = Workspace::parse(&text).map_err(|m| bad(path, format!("is not valid: {m}")))?;
         w.path = Some(path.to_path_buf());
         Ok(w)
@@ -68,9 +68,9 @@ impl Workspace {
 
     /// Parses the text of a `pk.toml`; the error says what is wrong.
     pub fn parse(text: &str) -> Result<Workspace, String> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            e.message().to_string()
-        })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| e.message().to_string())?;
         let mut w = Workspace::default();
         for (key, value) in &table {
             match key.as_str() {
@@ -80,7 +80,9 @@ impl Workspace {
                         .ok_or("`targets` must be a list of target names")?;
                     let mut ts = Vec::new();
                     for t in list {
-                        let name = t.as_str().ok_or("`targets` must be a list of target names")?;
+                        let name = t
+                            .as_str()
+                            .ok_or("`targets` must be a list of target names")?;
                         let t: Target = name.parse().map_err(|e: String| e)?;
                         if !ts.contains(&t) {
                             ts.push(t);

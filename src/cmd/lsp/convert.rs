@@ -45,7 +45,10 @@ pub fn offset(text: &str, p: lsp::Position) -> usize {
 }
 
 pub fn range(text: &str, s: Span) -> lsp::Range {
-    lsp::Range::new(position(text, s.start as usize), position(text, s.end as usize))
+    lsp::Range::new(
+        position(text, s.start as usize),
+        position(text, s.end as usize),
+    )
 }
 
 /// The text of the file a span is in, and its URI.
@@ -168,7 +171,9 @@ pub fn apply_change(text: &mut String, c: lsp::TextDocumentContentChangeEvent) {
 /// The explanation of a code as a file an editor can open: written once
 /// under the cache directory (the same text `pkc explain` prints).
 pub fn explanation_uri(code: &str) -> Option<Uri> {
-    let e = crate::cmd::explain::all().into_iter().find(|e| e.code == code)?;
+    let e = crate::cmd::explain::all()
+        .into_iter()
+        .find(|e| e.code == code)?;
     let p = cache_dir()
         .join(format!("explain-{}", env!("CARGO_PKG_VERSION")))
         .join(format!("{code}.txt"));
@@ -222,7 +227,8 @@ pub fn diagnostics(a: &Analysis, uri: &Uri) -> Vec<lsp::Diagnostic> {
                 Severity::Warning => lsp::DiagnosticSeverity::WARNING,
             }),
             code: Some(lsp::NumberOrString::String(d.code.code.to_string())),
-            code_description: explanation_uri(d.code.code).map(|href| lsp::CodeDescription { href }),
+            code_description: explanation_uri(d.code.code)
+                .map(|href| lsp::CodeDescription { href }),
             source: Some("pk".into()),
             message,
             related_information: (!related.is_empty()).then_some(related),

@@ -58,7 +58,9 @@ fn definition(p: lsp::GotoDefinitionParams, a: &Analysis) -> Option<lsp::GotoDef
     let uri = p.text_document_position_params.text_document.uri;
     let o = at(a, p.text_document_position_params.position);
     let s = a.definition(o)?;
-    Some(lsp::GotoDefinitionResponse::Scalar(convert::location(a, s, &uri)?))
+    Some(lsp::GotoDefinitionResponse::Scalar(convert::location(
+        a, s, &uri,
+    )?))
 }
 
 fn references(p: lsp::ReferenceParams, a: &Analysis) -> Vec<lsp::Location> {
@@ -103,7 +105,9 @@ fn symbols(_p: lsp::DocumentSymbolParams, a: &Analysis) -> lsp::DocumentSymbolRe
     };
     let mut top = Vec::new();
     for (i, d) in defs.iter().enumerate() {
-        if d.parent.is_some() || !matches!(d.kind, DefKind::Kernel | DefKind::Function | DefKind::Const) {
+        if d.parent.is_some()
+            || !matches!(d.kind, DefKind::Kernel | DefKind::Function | DefKind::Const)
+        {
             continue;
         }
         let Some(mut s) = symbol(i) else { continue };
@@ -216,8 +220,15 @@ fn semantic_tokens(a: &Analysis) -> lsp::SemanticTokensResult {
             position(text, le).character - position(text, ls).character - start.character
         };
         let dl = start.line - line;
-        let dc = if dl == 0 { start.character - col } else { start.character };
-        let class_index = TokenClass::ALL.iter().position(|c| *c == class).unwrap_or(0);
+        let dc = if dl == 0 {
+            start.character - col
+        } else {
+            start.character
+        };
+        let class_index = TokenClass::ALL
+            .iter()
+            .position(|c| *c == class)
+            .unwrap_or(0);
         data.push(lsp::SemanticToken {
             delta_line: dl,
             delta_start: dc,
@@ -245,7 +256,10 @@ fn line_bounds(text: &str, line: u32) -> (usize, usize) {
 fn code_actions(p: lsp::CodeActionParams, a: &Analysis) -> Vec<lsp::CodeActionOrCommand> {
     let text = a.text();
     let uri = p.text_document.uri;
-    let (lo, hi) = (offset(text, p.range.start) as u32, offset(text, p.range.end) as u32);
+    let (lo, hi) = (
+        offset(text, p.range.start) as u32,
+        offset(text, p.range.end) as u32,
+    );
     let mut out = Vec::new();
     for f in &a.diags {
         let d = &f.diag;
@@ -280,11 +294,18 @@ pub fn fix(a: &Analysis, span: Span, d: &pk_lang::diag::Diag) -> Option<(String,
         return Some((format!("replace with `{name}`"), name.to_string()));
     }
     let m = d.message.split("not a multiple of ").nth(1)?;
-    let multiple: u64 = m.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let multiple: u64 = m
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
     let written: u64 = a.snippet(span)?.trim().parse().ok()?;
     if multiple == 0 {
         return None;
     }
     let rounded = written.div_ceil(multiple).max(1) * multiple;
-    Some((format!("round the block size up to {rounded}"), rounded.to_string()))
+    Some((
+        format!("round the block size up to {rounded}"),
+        rounded.to_string(),
+    ))
 }
