@@ -303,3 +303,47 @@ fn an_edit_analyses_on_the_same_session_without_parsing_std_again() {
         .expect("definition of `relu`");
     assert_eq!(a.sources.get(d.file).name, "std/nn.pk");
 }
+
+#[test]
+fn quick_fixes_respell_an_unknown_name_and_round_a_block_to_the_tiling() {
+    // `valeu` is one transposition (two edits) from `value`, five letters:
+    // allowed is one edit in four letters, so it is not offered; `valu` is
+    // one edit from `value`.
+    let src = SRC.replace(
+        "let w = twice(v);",
+        "let value = v;\n    let w = twice(valu);",
+    );
+    let a = run(&src, &Workspace::default());
+    let [f] = a.diags.as_slice() else {
+        panic!("one diagnostic: {:?}", a.diags)
+    };
+    assert_eq!(f.diag.code.code, "PK0101");
+    assert_eq!(
+        a.quick_fix(&f.diag),
+        Some(("replace with `value`".to_string(), "value".to_string()))
+    );
+    let far = SRC.replace("let w = twice(v);", "let w = twice(qqq);");
+    let a = run(&far, &Workspace::default());
+    assert_eq!(
+        a.quick_fix(&a.diags[0].diag),
+        None,
+        "nothing is spelt like `qqq`"
+    );
+    // A block of 4 rows breaks the (8, 128) tiling: rounded up to 8.
+    let src = SRC.replace(
+        "block [bm, 256] at (i, 0),\n)",
+        "block [4, 256] at (i, 0),\n)",
+    );
+    let a = run(&src, &Workspace::default());
+    let fixes: Vec<(String, String)> = a
+        .diags
+        .iter()
+        .filter_map(|f| a.quick_fix(&f.diag))
+        .collect();
+    assert_eq!(
+        fixes,
+        vec![("round the block size up to 8".to_string(), "8".to_string())],
+        "{:?}",
+        a.diags
+    );
+}

@@ -1,5 +1,5 @@
 """`pkc lsp` spoken to by a real LSP client (pygls): a kernel opened,
-its diagnostics after an edit, hover and go to definition, with the
+its diagnostics after an edit, hover, go to definition and a quick fix, with the
 expected values derived by hand from the text below."""
 
 from __future__ import annotations
@@ -87,6 +87,20 @@ async def session(tmp_path) -> None:
         assert (d.range.start.line, d.range.start.character, d.range.end.character) == (6, 16, 18)
         assert "unknown name `vv`" in d.message
         assert d.code_description is not None and d.code_description.href.endswith("PK0101.txt")
+
+        # The quick fix for it: `vv` is one edit from `v`, the only name in
+        # scope that close.
+        actions = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                range=d.range,
+                context=lsp.CodeActionContext(diagnostics=[d]),
+            )
+        )
+        [fix] = actions
+        assert fix.title == "replace with `v`"
+        [edit] = fix.edit.changes[uri]
+        assert (edit.range, edit.new_text) == (d.range, "v")
         await client.shutdown_async(None)
         client.exit(None)
     finally:

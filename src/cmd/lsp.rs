@@ -129,7 +129,8 @@ fn serve(conn: &Connection) -> Result<(), Box<dyn std::error::Error + Send + Syn
 /// edit parses and resolves only what changed, and analyses the newest
 /// version of each document it is sent.
 fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
-    let mut sessions: HashMap<Uri, Session> = HashMap::new();
+    // By the URI's text (`Uri` caches parts of itself in cells).
+    let mut sessions: HashMap<String, Session> = HashMap::new();
     while let Ok(first) = rx.recv() {
         // Only the newest text of a document is worth analysing.
         let mut batch = vec![first];
@@ -138,7 +139,7 @@ fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
         for j in batch {
             match j {
                 Job::Close(uri) => {
-                    sessions.remove(&uri);
+                    sessions.remove(uri.as_str());
                     newest.retain(|n| n.0 != uri);
                 }
                 Job::Analyse {
@@ -158,7 +159,7 @@ fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
             }
         }
         for (uri, version, text, workspace, reload) in newest {
-            let session = match sessions.get_mut(&uri) {
+            let session = match sessions.get_mut(uri.as_str()) {
                 Some(s) => {
                     if reload {
                         s.reload();
@@ -169,7 +170,7 @@ fn analyse_jobs(rx: Receiver<Job>, tx: Sender<Done>) {
                 None => {
                     let (name, dir) = convert::file_of(&uri);
                     sessions
-                        .entry(uri.clone())
+                        .entry(uri.as_str().to_string())
                         .or_insert_with(|| Session::from_text(&name, &text, dir))
                 }
             };

@@ -350,6 +350,87 @@ impl Analysis {
     }
 }
 
+impl Analysis {
+    /// The edit that fixes diagnostic `d` of the root file when its fix is
+    /// mechanical: a title and the text that replaces `d.span`. An unknown
+    /// name spelt like one in scope (an item, a local, a builtin) takes
+    /// that name; a literal block size off the (8, 128) tiling is rounded
+    /// up to the multiple the message names.
+    pub fn quick_fix(&self, d: &Diag) -> Option<(String, String)> {
+        let help = d.help.as_deref().unwrap_or("");
+        if let Some(rest) = help.strip_prefix("a name with a similar spelling exists: `") {
+            let name = rest.strip_suffix('`')?;
+            return Some((format!("replace with `{name}`"), name.to_string()));
+        }
+        if d.code.code == codes::UNKNOWN_NAME.code {
+            let name = self.similar_name(d.span)?;
+            return Some((format!("replace with `{name}`"), name));
+        }
+        let m = d.message.split("not a multiple of ").nth(1)?;
+        let multiple: u64 = m
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        let written: u64 = self.snippet(d.span)?.trim().parse().ok()?;
+        if multiple == 0 {
+            return None;
+        }
+        let rounded = written.div_ceil(multiple).max(1) * multiple;
+        Some((
+            format!("round the block size up to {rounded}"),
+            rounded.to_string(),
+        ))
+    }
+
+    /// The name visible at `span` (of the root file) nearest in spelling
+    /// to the one written there: at most one edit in four letters away.
+    pub fn similar_name(&self, span: Span) -> Option<String> {
+        let written = self.snippet(span)?;
+        if written.is_empty() || !written.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return None;
+        }
+        let mut names: Vec<String> = self
+            .index
+            .in_scope(span.start)
+            .into_iter()
+            .map(|d| d.name.clone())
+            .collect();
+        if let Some(root) = self.program.modules.first() {
+            names.extend(root.names.keys().cloned());
+        }
+        names.extend(check::builtins_table().iter().map(|b| b.name.to_string()));
+        let limit = (written.chars().count() / 4).max(1);
+        names
+            .into_iter()
+            .filter(|n| n != written)
+            .map(|n| (edit_distance(written, &n), n))
+            .filter(|(d, _)| *d <= limit)
+            .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
+            .map(|(_, n)| n)
+    }
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 /// How a check is named to the user: `v5e` or `v5e M=1024`.
 pub fn context(c: &Checked) -> String {
     let mut s = c.target.name().to_string();

@@ -7,7 +7,6 @@ use lsp_types as lsp;
 use pk_lang::analysis::complete::{ItemKind, TokenClass};
 use pk_lang::analysis::index::DefKind;
 use pk_lang::analysis::Analysis;
-use pk_lang::span::Span;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -251,8 +250,12 @@ fn line_bounds(text: &str, line: u32) -> (usize, usize) {
     (start, end)
 }
 
-/// Quick fixes for diagnostics whose help is mechanical: a name spelt
-/// like one in scope, a literal block size off the (8, 128) tiling.
+/// Quick fixes for diagnostics whose fix is mechanical
+/// ([`Analysis::quick_fix`]): a name spelt like one in scope, a literal
+/// block size off the (8, 128) tiling.
+// `WorkspaceEdit::changes` is keyed by `Uri`, whose hash is its text (the
+// cells it holds cache parsed parts).
+#[allow(clippy::mutable_key_type)]
 fn code_actions(p: lsp::CodeActionParams, a: &Analysis) -> Vec<lsp::CodeActionOrCommand> {
     let text = a.text();
     let uri = p.text_document.uri;
@@ -266,7 +269,7 @@ fn code_actions(p: lsp::CodeActionParams, a: &Analysis) -> Vec<lsp::CodeActionOr
         if d.span.file != a.root || d.span.end < lo || d.span.start > hi {
             continue;
         }
-        let Some((title, new_text)) = fix(a, d.span, d) else {
+        let Some((title, new_text)) = a.quick_fix(d) else {
             continue;
         };
         let edit = lsp::TextEdit::new(range(text, d.span), new_text);
@@ -284,28 +287,4 @@ fn code_actions(p: lsp::CodeActionParams, a: &Analysis) -> Vec<lsp::CodeActionOr
         }));
     }
     out
-}
-
-/// The edit a diagnostic's help asks for, when it is mechanical.
-pub fn fix(a: &Analysis, span: Span, d: &pk_lang::diag::Diag) -> Option<(String, String)> {
-    let help = d.help.as_deref().unwrap_or("");
-    if let Some(rest) = help.strip_prefix("a name with a similar spelling exists: `") {
-        let name = rest.strip_suffix('`')?;
-        return Some((format!("replace with `{name}`"), name.to_string()));
-    }
-    let m = d.message.split("not a multiple of ").nth(1)?;
-    let multiple: u64 = m
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()?;
-    let written: u64 = a.snippet(span)?.trim().parse().ok()?;
-    if multiple == 0 {
-        return None;
-    }
-    let rounded = written.div_ceil(multiple).max(1) * multiple;
-    Some((
-        format!("round the block size up to {rounded}"),
-        rounded.to_string(),
-    ))
 }
