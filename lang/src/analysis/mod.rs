@@ -305,14 +305,15 @@ impl Analysis {
         Some(self.index.defs[d].name_span)
     }
 
-    /// The declaration and every use of the name at `offset` in this file.
+    /// The declaration of the name at `offset` (in whichever file it is)
+    /// and every use of it in this file.
     pub fn references(&self, offset: u32, with_decl: bool) -> Vec<Span> {
         let Some(d) = self.index.def_at(self.root, offset) else {
             return Vec::new();
         };
         let mut out: Vec<Span> = Vec::new();
         let decl = self.index.defs[d].name_span;
-        if with_decl && decl.file == self.root {
+        if with_decl {
             out.push(decl);
         }
         for s in self.index.uses_of(d) {
