@@ -352,7 +352,10 @@ fn quick_fixes_respell_an_unknown_name_and_round_a_block_to_the_tiling() {
 fn references_to_a_std_function_include_its_declaration_in_std() {
     let a = run(SRC, &Workspace::default());
     let refs = a.references(at(SRC, "relu", 0), true);
-    let names: Vec<&str> = refs.iter().map(|s| a.sources.get(s.file).name.as_str()).collect();
+    let names: Vec<&str> = refs
+        .iter()
+        .map(|s| a.sources.get(s.file).name.as_str())
+        .collect();
     assert_eq!(names, vec!["std/nn.pk", "k.pk"]);
     assert_eq!(refs[1].start, at(SRC, "relu", 0));
 }
