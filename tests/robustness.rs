@@ -1083,6 +1083,9 @@ fn mutated_kernels_never_panic_the_editor_analysis() {
                     let _ = a.signature(o);
                 }
                 let _ = a.let_hints();
+                for f in &a.diags {
+                    let _ = a.quick_fix(&f.diag);
+                }
                 let _ = a.tokens();
             }));
             if r.is_err() {

@@ -80,5 +80,8 @@ fuzz_target!(|data: &[u8]| {
         let _ = a.signature(o);
     }
     let _ = a.let_hints();
+    for f in &a.diags {
+        let _ = a.quick_fix(&f.diag);
+    }
     let _ = a.tokens();
 });
