@@ -10,6 +10,7 @@
 //! per parameter set and per target; [`compile_source`] and
 //! [`compile_file`] are a session checked once.
 
+pub mod analysis;
 pub mod ast;
 pub mod check;
 pub mod depth;

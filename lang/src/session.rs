@@ -469,7 +469,7 @@ fn int_literal(v: i64, span: Span) -> ast::Expr {
 }
 
 /// Runs `f` on a thread with the compiler's stack.
-fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     let f = Mutex::new(Some(f));
     let take = || f.lock().unwrap_or_else(|e| e.into_inner()).take();
     std::thread::scope(|s| {
