@@ -572,6 +572,8 @@ fn a_configuration_that_recurs_is_ranked_from_its_kept_schedule_without_a_compil
         "v5e",
         "--json",
         "--force",
+        "--screen",
+        "none",
     ];
     let o = pkc_env(tmp.path(), &[], &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

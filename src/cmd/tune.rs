@@ -144,10 +144,10 @@ impl Args {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Screen(pub Option<f64>);
 
-/// The default `--screen`. On the library's spaces and the validation's
-/// cases (docs/tuning.md, "How long it takes"), the schedule model's best
-/// is at most 1.13x the roofline's best by the roofline model; 1.5 leaves
-/// that margin again and more.
+/// The default `--screen`. On the library's spaces measured by
+/// `bench/screen_margin.py` (docs/tuning.md, "The screen"), the schedule
+/// model's best is at most 1.19x the roofline model's best by the roofline
+/// model's own times; 1.5 keeps it with room to spare.
 pub const DEFAULT_SCREEN: f64 = 1.5;
 
 /// `--screen`: a finite number of at least 1, or `none`.
