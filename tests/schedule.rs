@@ -376,7 +376,12 @@ fn the_screen_compiles_only_what_the_roofline_model_cannot_rule_out() {
         "--json",
     ];
     let run = |extra: &[&str]| -> serde_json::Value {
-        let args: Vec<&str> = ["tune"].iter().chain(&shape).chain(extra).copied().collect();
+        let args: Vec<&str> = ["tune"]
+            .iter()
+            .chain(&shape)
+            .chain(extra)
+            .copied()
+            .collect();
         let o = pkc_env(tmp.path(), &[], &args);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap()

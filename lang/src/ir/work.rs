@@ -19,7 +19,9 @@
 //!   trip count, any other loop one trip.
 
 use super::cost::{const_int, vector_elements};
-use super::{BlockId, DType, Func, Kernel, Literal, Op, OpKind, RefView, RemotePhase, Slice, Value, ValueDef};
+use super::{
+    BlockId, DType, Func, Kernel, Literal, Op, OpKind, RefView, RemotePhase, Slice, Value, ValueDef,
+};
 
 /// One matmul shape and how often it runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
