@@ -243,13 +243,10 @@ fn screen(
     let default = space.default_config();
     let mut n = 0;
     for (o, c) in outcomes.iter_mut().zip(configs) {
-        if let Outcome::Built(cand) = o {
-            let t = cand.prediction.seconds;
-            if t > margin * best && default.as_ref() != Some(c) {
-                let cand = match std::mem::replace(o, Outcome::Pruned(String::new())) {
-                    Outcome::Built(cand) => cand,
-                    _ => unreachable!("matched as built"),
-                };
+        let out = matches!(o, Outcome::Built(cand)
+            if cand.prediction.seconds > margin * best && default.as_ref() != Some(c));
+        if out {
+            if let Outcome::Built(cand) = std::mem::replace(o, Outcome::Pruned(String::new())) {
                 *o = Outcome::Screened(cand);
                 n += 1;
             }

@@ -144,7 +144,7 @@ impl StepWork {
                 } => {
                     self.remote_bytes = self
                         .remote_bytes
-                        .saturating_add(times.saturating_mul(window_bytes(k, src)))
+                        .saturating_add(times.saturating_mul(dma_bytes(k, src)))
                 }
                 OpKind::If {
                     cond,
@@ -237,20 +237,6 @@ pub fn dma_bytes(k: &Kernel, src: &RefView) -> u64 {
         })
         .product();
     n * r.dtype.bytes()
-}
-
-/// Bytes of a remote copy's window: its positions times the ref's
-/// element size.
-fn window_bytes(k: &Kernel, v: &RefView) -> u64 {
-    let positions: u64 = v
-        .index
-        .iter()
-        .map(|s| match *s {
-            Slice::Index(_) => 1,
-            Slice::Range { size, .. } | Slice::Strided { size, .. } => size,
-        })
-        .product();
-    positions * k.refs[v.target].ty.dtype.bytes()
 }
 
 /// The value of a `bool` constant op, if `v` is one.
