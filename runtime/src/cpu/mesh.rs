@@ -33,6 +33,7 @@ use pk_lang::ir::DType;
 use pk_lowering::wasm::abi::{CpuManifest, MeshOp, MeshSite, Space, Window};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// How the devices of a mesh interleave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +115,11 @@ struct State {
 pub struct Mesh {
     n: usize,
     order: Order,
+    /// How long a device that has entered waits for the others to enter,
+    /// when they come from threads the mesh does not own (a host
+    /// framework's, one call per device): a peer that never calls would
+    /// otherwise leave the others waiting forever.
+    join_bound: Option<Duration>,
     m: Arc<CpuManifest>,
     state: Mutex<State>,
     cv: Condvar,
@@ -125,7 +131,7 @@ pub(crate) fn aborted() -> Error {
     Error::Internal("the mesh stopped: another device failed".into())
 }
 
-pub(crate) fn is_aborted(e: &Error) -> bool {
+pub fn is_aborted(e: &Error) -> bool {
     matches!(e, Error::Internal(m) if m.starts_with("the mesh stopped"))
 }
 
@@ -139,6 +145,17 @@ fn splitmix(x: &mut u64) -> u64 {
 
 impl Mesh {
     pub fn new(m: Arc<CpuManifest>, order: Order) -> Arc<Mesh> {
+        Mesh::build(m, order, None)
+    }
+
+    /// A mesh whose devices enter from threads of the caller, one run per
+    /// device; a device that has entered waits at most `bound` for the
+    /// others before the mesh stops with PK1047.
+    pub fn joined_within(m: Arc<CpuManifest>, order: Order, bound: Duration) -> Arc<Mesh> {
+        Mesh::build(m, order, Some(bound))
+    }
+
+    fn build(m: Arc<CpuManifest>, order: Order, join_bound: Option<Duration>) -> Arc<Mesh> {
         let n = m.devices().max(1) as usize;
         let seed = match order {
             Order::Random(s) => s,
@@ -147,6 +164,7 @@ impl Mesh {
         Arc::new(Mesh {
             n,
             order,
+            join_bound,
             m,
             state: Mutex::new(State {
                 turn: None,
@@ -213,8 +231,40 @@ impl Mesh {
             self.pick(&mut s, 0);
         }
         self.cv.notify_all();
+        if let Some(bound) = self.join_bound {
+            let deadline = Instant::now() + bound;
+            while !s.aborted && s.registered < self.n {
+                let now = Instant::now();
+                if now >= deadline {
+                    let e = self.peers_missing(&s, dev, bound);
+                    return Err(self.abort(s, e));
+                }
+                s = self
+                    .cv
+                    .wait_timeout(s, deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
         let _s = self.wait_turn(s, dev)?;
         Ok(())
+    }
+
+    /// PK1047: `dev` waited `bound` and some devices never entered.
+    fn peers_missing(&self, s: &State, dev: usize, bound: Duration) -> Error {
+        let missing: Vec<String> = (0..self.n)
+            .filter(|&d| s.buffers[d].is_none() && !s.started[d])
+            .map(|d| self.device_name(d))
+            .collect();
+        Error::PeersMissing {
+            message: format!(
+                "{} of kernel `{}` waited {:.1} s for the other devices of its mesh to call the kernel; {} never did",
+                self.device_name(dev),
+                self.m.kernel,
+                bound.as_secs_f64(),
+                missing.join(", ")
+            ),
+        }
     }
 
     /// Device `dev`'s kernel ended (it has the turn): its semaphores must
