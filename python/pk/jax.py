@@ -83,18 +83,34 @@ _call_p.multiple_results = True
 _call_p.def_impl(partial(dispatch.apply_primitive, _call_p))
 
 
+def _varying(avals: Sequence[Any]) -> frozenset[str]:
+    """The shard_map axes any of ``avals`` varies over."""
+    axes: frozenset[str] = frozenset()
+    for a in avals:
+        manual = getattr(a, "manual_axis_type", None)
+        axes |= frozenset(manual.varying) if manual is not None else frozenset(getattr(a, "vma", ()))
+    return axes
+
+
 def _abstract_eval(
     *avals: Any, kernel: _pk.Kernel, whole_mesh: bool = True
 ) -> list[jax.core.ShapedArray]:
     # Inside shard_map, outputs vary over the mesh axes any input varies
-    # over (the kernel runs on each device's block).
-    vma = frozenset().union(*(getattr(a, "vma", frozenset()) for a in avals))
+    # over (the kernel runs on each device's block; a kernel with a mesh
+    # takes its coordinates, which vary over its axes).
+    varying = _varying(avals)
+    base = next((a for a in avals if getattr(a, "manual_axis_type", None) is not None), None)
     outs = []
     for _, d, shape in kernel.outputs:
-        try:
-            outs.append(jax.core.ShapedArray(tuple(shape), _pkg.numpy_dtype(d), vma=vma))
-        except TypeError:
+        if base is None:
             outs.append(jax.core.ShapedArray(tuple(shape), _pkg.numpy_dtype(d)))
+            continue
+        # The output's sharding is the inputs' mesh with no dimension
+        # split, as for any value of a shard_map body.
+        mesh = base.sharding.mesh
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        out = jax.core.ShapedArray(tuple(shape), _pkg.numpy_dtype(d), sharding=sharding)
+        outs.append(out.update(manual_axis_type=base.manual_axis_type.update(varying=varying)))
     return outs
 
 
