@@ -17,6 +17,7 @@ import os
 import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -80,6 +81,23 @@ def test_a_mesh_kernel_outside_shard_map_is_pk5006() -> None:
     assert got["perm"].startswith("PK5307"), got
 
 
+def test_exported_collectives_compile_for_multichip_tpus() -> None:
+    p = _run(4, "export", env={"TPU_SKIP_MDS_QUERY": "1"})
+    assert p.returncode == 0, p.stderr[-4000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    for op in ("all_gather", "all_gather_matmul"):
+        r = got[op]
+        assert r["nr_devices"] == 4 and r["calls"] == 1, r
+        # The custom call says the kernel communicates, with its barrier's
+        # collective id, as Pallas emits it.
+        assert r["has_communication"] and r["collective_id"] == 0, r
+        assert [t for t, _, _ in r["compiled"]] == ["v4", "v5e", "v5p", "v6e", "tpu7x"], r
+        for target, topology, code in r["compiled"]:
+            assert code > 0, (op, target)
+            # Four chips: a 2x2 slice (v4 and v5p count cores in 3-D).
+            assert topology.split(":")[1] in ("2x2", "2x2x1"), (op, target, topology)
+
+
 # The script: one mesh size per process.
 
 
@@ -128,6 +146,44 @@ def _main(devices: int, mode: str) -> dict[str, str]:
             return {"missing": "no error"}
         except Exception as e:  # noqa: BLE001
             return {"missing": str(e)}
+
+    if mode == "export":
+        import re
+
+        res: dict[str, Any] = {}
+        spec = jax.ShapeDtypeStruct((n * 32, 256), jnp.float32)
+        ws = jax.ShapeDtypeStruct((256, n * 128), jnp.float32)
+        funcs = {
+            "all_gather": (
+                jax.shard_map(lambda a: pk.ops.all_gather(a, "x")[None], mesh=mesh, in_specs=P("x"), out_specs=P("x")),
+                (spec,),
+            ),
+            "all_gather_matmul": (
+                jax.shard_map(
+                    lambda a, b: pk.ops.all_gather_matmul(a, b, "x"),
+                    mesh=mesh,
+                    in_specs=(P("x"), P(None, "x")),
+                    out_specs=P(None, "x"),
+                ),
+                (spec, ws),
+            ),
+        }
+        for name, (f, avals) in funcs.items():
+            exp = jax.export.export(jax.jit(f), platforms=("tpu",))(*avals)
+            text = exp.mlir_module()
+            config = re.search(r"tpu_custom_call.*?backend_config = \"(.*?)\"", text, re.S)
+            cfg = config.group(1).replace("\\22", '"') if config else ""
+            cid = re.search(r'"collective_id": (\d+)', cfg)
+            res[name] = {
+                "nr_devices": exp.nr_devices,
+                "calls": text.count("stablehlo.custom_call @tpu_custom_call"),
+                "has_communication": '"has_communication": true' in cfg,
+                "collective_id": int(cid.group(1)) if cid else None,
+                "compiled": [
+                    (r["target"], r["topology"], r["generated_code_bytes"]) for r in pk.aot_compile(exp)
+                ],
+            }
+        return res
 
     if mode == "errors":
         errs: dict[str, str] = {}
