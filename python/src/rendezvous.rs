@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::adapter::{self, MeshFailure, Mesh, Rendered};
+use crate::adapter::{self, Mesh, MeshFailure, Rendered};
 
 /// What names one device's count of calls: kernel, site, group, device.
 type Caller = (i64, i64, i64, usize);
@@ -86,7 +86,10 @@ pub fn join(
     devices: usize,
 ) -> Arc<Launch> {
     let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
-    let c = t.counts.entry((kernel, site, group, device)).or_insert((run, 0));
+    let c = t
+        .counts
+        .entry((kernel, site, group, device))
+        .or_insert((run, 0));
     if c.0 != run {
         *c = (run, 0);
     }

@@ -49,7 +49,7 @@ def results(request) -> tuple[int, dict[str, str]]:
 CASES = [
     f"{op}/{dt}"
     for op in ("all_gather", "all_gather_tiled", "reduce_scatter", "reduce_scatter_tiled",
-               "all_reduce", "ppermute", "ppermute_back", "all_gather_matmul")
+               "all_reduce", "ppermute", "ppermute_back", "all_gather_matmul", "matmul_reduce_scatter")
     for dt in ("float32", "bfloat16")
 ] + [f"grad/{op}" for op in ("all_gather", "reduce_scatter", "all_reduce", "ppermute")] + [
     "kernel/same_names", "kernel/loop", "kernel/two_groups"
@@ -255,6 +255,25 @@ def _main(devices: int, mode: str) -> dict[str, str]:
             want = jax.jit(jax.shard_map(ref, mesh=mesh, in_specs=(P("x"), P(None, "x")), out_specs=P(None, "x")))(xs, ws)
             close(got, want, dt, 1e-5 if dt == "float32" else 2e-2)
 
+        def mrs():
+            m, k, cols = 32, 128, 256
+            xs = cast(rng.standard_normal((n * m, n * k)).astype(np.float32))
+            ws = cast(rng.standard_normal((n * k, cols)).astype(np.float32))
+            f = lambda a, b: pk.ops.matmul_reduce_scatter(a, b, "x")  # noqa: E731
+            specs = dict(mesh=mesh, in_specs=(P(None, "x"), P("x")), out_specs=P("x"))
+            got = jax.jit(jax.shard_map(f, **specs))(xs, ws)
+            # The f32 sum of the devices' f32 products, rounded once; the
+            # kernel rounds bf16 partial sums at every hop.
+            want = (np.asarray(xs, np.float32) @ np.asarray(ws, np.float32)).astype(np.float32)
+            if dt == "float32":
+                close(got, want, dt, 1e-4)
+            else:
+                # Each of the n - 1 hops rounds a partial sum to bf16 (half
+                # an ulp, 2^-9 of its magnitude), besides the inputs.
+                bound = 2.0 ** -8 * n * float(np.abs(want).max())
+                np.testing.assert_allclose(np.asarray(got.astype(jnp.float32)), want, rtol=0, atol=bound)
+
+        record(f"matmul_reduce_scatter/{dt}", mrs)
         record(f"all_gather/{dt}", ag)
         record(f"all_gather_tiled/{dt}", ag_tiled)
         record(f"reduce_scatter/{dt}", rs)

@@ -1,5 +1,6 @@
 """The collectives: kernels/all_gather.pk, reduce_scatter.pk,
-all_reduce.pk, ppermute.pk and all_gather_matmul.pk, called inside
+all_reduce.pk, ppermute.pk, all_gather_matmul.pk and
+matmul_reduce_scatter.pk, called inside
 ``jax.shard_map`` with an ``axis_name`` as their ``jax.lax`` counterparts.
 
 Each op runs one pk kernel per device over the shard_map axis (or tuple
@@ -14,8 +15,8 @@ Gradients: where the transpose of a collective is another collective of
 the library, the op is differentiable with that collective as its
 backward pass, as ``jax.lax`` defines them: ``all_gather`` and
 ``reduce_scatter`` are each other's transposes, ``all_reduce`` is its
-own, and ``ppermute``'s is the inverse permutation. ``all_gather_matmul``
-is forward only.
+own, and ``ppermute``'s is the inverse permutation. The collective matmuls are
+forward only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ import jax.numpy as jnp
 
 from . import _base, _check
 
-__all__ = ["all_gather", "reduce_scatter", "all_reduce", "ppermute", "all_gather_matmul"]
+__all__ = [
+    "all_gather",
+    "reduce_scatter",
+    "all_reduce",
+    "ppermute",
+    "all_gather_matmul",
+    "matmul_reduce_scatter",
+]
 
 #: Rows of one (sublane) tile of a 32-bit and of a 16-bit dtype.
 _TILE = {"float32": 8, "bfloat16": 16}
@@ -291,3 +299,36 @@ def all_gather_matmul(x: Any, w: Any, axis_name: Any) -> Any:
             "pad the shards to those multiples",
         )
     return _base.kernel("all_gather_matmul.pk", axes=_axes(axis_name), n=n)(x, w)
+
+
+def matmul_reduce_scatter(x: Any, w: Any, axis_name: Any) -> Any:
+    """``jax.lax.psum_scatter(jnp.dot(x, w), axis_name, scatter_dimension=0,
+    tiled=True)`` as pk's collective matmul the other way round
+    (kernels/matmul_reduce_scatter.pk): ``x`` is this device's
+    ``[n * M, K]`` slice of the contraction of the left-hand side, ``w``
+    the same ``[K, N]`` slice of the right-hand side's rows, and the result
+    this device's ``[M, N]`` block of rows of the sum over devices, the
+    partial sums travelling the ring while the next block is multiplied.
+    One dtype, float32 or bfloat16 (partial sums are rounded to it at every
+    hop, as on the TPU); ``M`` a whole number of pairs of tiles, ``K`` and
+    ``N`` multiples of 128. Forward only."""
+    op = "matmul_reduce_scatter"
+    x = _check.dtype(op, "x", x)
+    w = _check.dtype(op, "w", w)
+    _check.same_dtype(op, {"x": x, "w": w})
+    _check.layout(op, "x", x, "[R, K]")
+    _check.layout(op, "w", w, "[K, N]", (x.shape[1], None))
+    n = _size(op, axis_name)
+    tile = _TILE[_check.dtype_name(x)]
+    rows, k = x.shape
+    if rows % (2 * tile * n) or k % 128 or w.shape[1] % 128:
+        raise _check.error(
+            "PK5302",
+            f"pk.ops.{op} takes `x` as [n * M, K] and `w` as [K, N] with n = {n}, M a "
+            f"multiple of {2 * tile} and K, N multiples of 128, but they are "
+            f"{list(x.shape)} and {list(w.shape)}",
+            "pad the arrays to those multiples",
+        )
+    return _base.kernel(
+        "matmul_reduce_scatter.pk", axes=_axes(axis_name), n=n, M=rows // n
+    )(x, w)
