@@ -106,7 +106,7 @@ struct Flight {
     /// order only; the other orders read the parked sender when landing).
     data: Vec<u8>,
     /// What the sender knew when it started the copy (parallel order).
-    knows: Vec<bool>,
+    knows: Vec<u64>,
     landed: bool,
     sent: bool,
     received: bool,
@@ -125,14 +125,20 @@ struct State {
     sems: Vec<BTreeMap<usize, i64>>,
     flights: Vec<Flight>,
     rng: u64,
-    /// Parallel order: `knows[d][e]`, whether device `d` has heard (through
-    /// a chain of signals and copies it waited for) from device `e` since
-    /// `e` entered the kernel: what a barrier establishes. A copy into a
-    /// peer's VMEM, or a signal of its plain semaphore, needs it.
-    knows: Vec<Vec<bool>>,
+    /// Parallel order: vector clocks. `knows[d][e]` is the latest event
+    /// of device `e` that device `d` has heard of, through a chain of
+    /// signals and copies it waited for: 1 is `e` entering the kernel
+    /// (what a barrier establishes; a copy into a peer's VMEM, or a signal
+    /// of its plain semaphore, needs it), each receipt of a remote copy
+    /// (`remote_wait_recv`) is the next.
+    knows: Vec<Vec<u64>>,
     /// What the signals and copies that reached each semaphore knew, by
     /// device and address; a wait on it learns it.
-    sem_knows: Vec<BTreeMap<usize, Vec<bool>>>,
+    sem_knows: Vec<BTreeMap<usize, Vec<u64>>>,
+    /// Parallel order: the copies each device has received, with the event
+    /// of their receipt: a later copy into an overlapping window must come
+    /// from a device that has heard of that receipt (PK1043).
+    received: Vec<Vec<(Place, u32, usize, u64)>>,
     /// The mesh's own failure (a deadlock), reported for every device.
     error: Option<Error>,
     aborted: bool,
@@ -203,8 +209,9 @@ impl Mesh {
                 sems: vec![BTreeMap::new(); n],
                 flights: Vec::new(),
                 rng: seed,
-                knows: vec![vec![false; n]; n],
+                knows: vec![vec![0; n]; n],
                 sem_knows: vec![BTreeMap::new(); n],
+                received: vec![Vec::new(); n],
                 error: None,
                 aborted: false,
             }),
@@ -255,7 +262,7 @@ impl Mesh {
         let mut s = self.lock();
         s.buffers[dev] = Some(buffers);
         s.mem[dev] = mem;
-        s.knows[dev][dev] = true;
+        s.knows[dev][dev] = 1;
         s.registered += 1;
         if s.registered == self.n && s.turn.is_none() {
             if self.order == Order::Parallel {
@@ -716,10 +723,10 @@ impl Mesh {
 }
 
 /// Adds what `knows` knows to the knowledge of semaphore `sem`.
-fn learn(sems: &mut BTreeMap<usize, Vec<bool>>, sem: usize, knows: &[bool]) {
-    let k = sems.entry(sem).or_insert_with(|| vec![false; knows.len()]);
+fn learn(sems: &mut BTreeMap<usize, Vec<u64>>, sem: usize, knows: &[u64]) {
+    let k = sems.entry(sem).or_insert_with(|| vec![0; knows.len()]);
     for (a, b) in k.iter_mut().zip(knows) {
-        *a |= *b;
+        *a = (*a).max(*b);
     }
 }
 
@@ -953,7 +960,37 @@ pub(crate) fn op(
                 );
                 return Err(mesh.abort(st, e));
             }
-            if mesh.order == Order::Parallel && matches!(dst.at, Where::Mem(_)) && !st.knows[me][to]
+            if mesh.order == Order::Parallel {
+                let seen = st.knows[me][to];
+                if let Some((_, first, from, _)) = st.received[to]
+                    .iter()
+                    .find(|(p, _, _, at)| *at > seen && overlap(p, &dst))
+                {
+                    let (first, from) = (*first, *from);
+                    let e = mesh.error_at(
+                        |message, src, labels| Error::UnorderedWrites {
+                            message,
+                            src,
+                            labels,
+                        },
+                        format!(
+                            "{} copies into a window of {} that a copy from {} wrote, without having heard from {} since it received that copy: nothing orders the two",
+                            mesh.device_name(me),
+                            mesh.device_name(to),
+                            mesh.device_name(from),
+                            mesh.device_name(to)
+                        ),
+                        vec![
+                            (first, format!("{} copies here", mesh.device_name(from))),
+                            (site, format!("{} copies here", mesh.device_name(me))),
+                        ],
+                    );
+                    return Err(mesh.abort(st, e));
+                }
+            }
+            if mesh.order == Order::Parallel
+                && matches!(dst.at, Where::Mem(_))
+                && st.knows[me][to] == 0
             {
                 let e = mesh.not_started(me, to, site, "a remote copy lands in the VMEM");
                 return Err(mesh.abort(st, e));
@@ -1025,6 +1062,13 @@ pub(crate) fn op(
                     st.flights[i].sent = true;
                 } else {
                     st.flights[i].received = true;
+                    if parallel {
+                        st.knows[me][me] += 1;
+                        let at = st.knows[me][me];
+                        let f = &st.flights[i];
+                        let record = (f.dst.clone(), f.site, f.from, at);
+                        st.received[me].push(record);
+                    }
                 }
             }
             st.flights.retain(|f| !(f.sent && f.received));
@@ -1054,7 +1098,7 @@ pub(crate) fn op(
             st.mem[me] = here;
             let parallel = mesh.order == Order::Parallel;
             if parallel {
-                if !s.barrier && !st.knows[me][to] {
+                if !s.barrier && st.knows[me][to] == 0 {
                     let e = mesh.not_started(me, to, site, "a signal reaches a semaphore");
                     return Err(mesh.abort(st, e));
                 }
@@ -1128,7 +1172,7 @@ impl Mesh {
                 if st.sems[me].get(&sem).copied().unwrap_or(0) >= need {
                     if let Some(k) = st.sem_knows[me].get(&sem).cloned() {
                         for (mine, theirs) in st.knows[me].iter_mut().zip(k) {
-                            *mine |= theirs;
+                            *mine = (*mine).max(theirs);
                         }
                     }
                     break;
