@@ -5,7 +5,11 @@
 //! (`api_version=1`). Each call carries one attribute, `kernel_id`, the
 //! index of a specialised kernel in [`REGISTRY`] (filled by the Python
 //! side when it lowers a call), and the kernel's inputs and outputs as
-//! buffers in call order.
+//! buffers in call order. A kernel with a mesh also takes the device's
+//! coordinates (`s32[2]`: its index on the kernel's mesh, its group) after
+//! its inputs and a `site` attribute; the devices' calls of one launch
+//! meet in one CPU mesh ([`crate::rendezvous`]), keyed with XLA's run id
+//! (`XLA_FFI_RunId_Get`).
 //!
 //! The C structs below are a subset of `xla/ffi/api/c_api.h` (shipped in
 //! jaxlib, `jax.ffi.include_dir()`), field for field. XLA versions them by
