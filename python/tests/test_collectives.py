@@ -51,7 +51,7 @@ CASES = [
     for op in ("all_gather", "all_gather_tiled", "reduce_scatter", "reduce_scatter_tiled",
                "all_reduce", "ppermute", "ppermute_back", "all_gather_matmul", "matmul_reduce_scatter")
     for dt in ("float32", "bfloat16")
-] + [f"grad/{op}" for op in ("all_gather", "reduce_scatter", "all_reduce", "ppermute")] + [
+] + [f"grad/{op}" for op in ("all_gather", "reduce_scatter", "all_reduce", "ppermute", "all_gather_matmul")] + [
     "kernel/same_names", "kernel/loop", "kernel/two_groups"
 ]
 
@@ -313,6 +313,26 @@ def _main(devices: int, mode: str) -> dict[str, str]:
         lambda a: pk.ops.all_reduce(a, "x"), lambda a: jax.lax.psum(a, "x"), x, 16))
     record("grad/ppermute", lambda: grad_case(
         lambda a: pk.ops.ppermute(a, "x", perm), lambda a: jax.lax.ppermute(a, "x", perm), x, 16))
+
+    def grad_agm():
+        m, k, cols = 32, 256, 128
+        xs = jnp.asarray(rng.standard_normal((n * m, k)).astype(np.float32))
+        ws = jnp.asarray(rng.standard_normal((k, n * cols)).astype(np.float32))
+        c = jnp.asarray(rng.standard_normal((n * m, n * cols)).astype(np.float32))
+        specs = dict(mesh=mesh, in_specs=(P("x"), P(None, "x"), P(None, "x")), out_specs=P(None, "x"))
+
+        def loss(f):
+            g = jax.shard_map(lambda a, b, cc: f(a, b) * cc, **specs)
+            return lambda a, b: jnp.sum(g(a, b, c))
+
+        ours = lambda a, b: pk.ops.all_gather_matmul(a, b, "x")  # noqa: E731
+        theirs = lambda a, b: jnp.dot(jax.lax.all_gather(a, "x", tiled=True), b)  # noqa: E731
+        got = jax.jit(jax.grad(loss(ours), argnums=(0, 1)))(xs, ws)
+        want = jax.jit(jax.grad(loss(theirs), argnums=(0, 1)))(xs, ws)
+        for g, w_ in zip(got, want):
+            close(g, w_, "float32", 1e-4)
+
+    record("grad/all_gather_matmul", grad_agm)
 
     # pk.jax.kernel directly: a kernel whose mesh axis is named like the
     # shard_map's needs no axis_names; a loop calls one site many times;

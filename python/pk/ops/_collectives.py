@@ -15,8 +15,9 @@ Gradients: where the transpose of a collective is another collective of
 the library, the op is differentiable with that collective as its
 backward pass, as ``jax.lax`` defines them: ``all_gather`` and
 ``reduce_scatter`` are each other's transposes, ``all_reduce`` is its
-own, and ``ppermute``'s is the inverse permutation. The collective matmuls are
-forward only.
+own, and ``ppermute``'s is the inverse permutation. ``all_gather_matmul``'s
+gradient is ``matmul_reduce_scatter`` for ``x`` and the gathered ``x``
+times the cotangent for ``w``; ``matmul_reduce_scatter`` is forward only.
 """
 
 from __future__ import annotations
@@ -280,7 +281,9 @@ def all_gather_matmul(x: Any, w: Any, axis_name: Any) -> Any:
     float32 or bfloat16; products accumulate in float32 and the result is
     in that dtype. ``M`` is a whole number of pairs of tiles (multiples of
     16 rows for float32, 32 for bfloat16), ``K`` and ``N`` multiples of
-    128. Forward only."""
+    128. Differentiable: ``dx`` is :func:`matmul_reduce_scatter` of the
+    cotangent and ``w`` transposed, ``dw`` the gathered ``x`` (pk's
+    :func:`all_gather`) transposed times the cotangent (``jnp.dot``)."""
     op = "all_gather_matmul"
     x = _check.dtype(op, "x", x)
     w = _check.dtype(op, "w", w)
@@ -298,7 +301,36 @@ def all_gather_matmul(x: Any, w: Any, axis_name: Any) -> Any:
             f"{list(w.shape)}",
             "pad the shards to those multiples",
         )
+    return _gather_matmul(x, w, axis_name, n)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _gather_matmul(x: Any, w: Any, axis_name: Any, n: int) -> Any:
     return _base.kernel("all_gather_matmul.pk", axes=_axes(axis_name), n=n)(x, w)
+
+
+def _gather_matmul_fwd(x: Any, w: Any, axis_name: Any, n: int) -> tuple[Any, tuple[Any, Any]]:
+    return _gather_matmul(x, w, axis_name, n), (x, w)
+
+
+def _gather_matmul_bwd(axis_name: Any, n: int, res: tuple[Any, Any], dy: Any) -> tuple[Any, Any]:
+    x, w = res
+    dy = dy.astype(x.dtype)
+    # d(all_gather(x) @ w)/dx: the rows of dy @ w^T that came from this
+    # device's shard, summed over the devices (each used it for its w).
+    dx = _reduce_matmul(dy, w.T, axis_name, n)
+    xg = _gather(x, axis_name, n).reshape(n * x.shape[0], x.shape[1])
+    dw = jnp.dot(xg.T, dy, preferred_element_type=jnp.float32).astype(w.dtype)
+    return dx, dw
+
+
+_gather_matmul.defvjp(_gather_matmul_fwd, _gather_matmul_bwd)
+
+
+def _reduce_matmul(x: Any, w: Any, axis_name: Any, n: int) -> Any:
+    return _base.kernel(
+        "matmul_reduce_scatter.pk", axes=_axes(axis_name), n=n, M=x.shape[0] // n
+    )(x, w)
 
 
 def matmul_reduce_scatter(x: Any, w: Any, axis_name: Any) -> Any:
@@ -329,6 +361,4 @@ def matmul_reduce_scatter(x: Any, w: Any, axis_name: Any) -> Any:
             f"{list(x.shape)} and {list(w.shape)}",
             "pad the arrays to those multiples",
         )
-    return _base.kernel(
-        "matmul_reduce_scatter.pk", axes=_axes(axis_name), n=n, M=rows // n
-    )(x, w)
+    return _reduce_matmul(x, w, axis_name, n)
