@@ -27,12 +27,15 @@ are timed against jitted jax.numpy gathering the pages and attending on the
 same batch (goal: at least as fast). Splash attention forward
 (kernels/splash.pk), causal and a 256-key sliding window, is timed against
 dense masked numpy and jax.numpy attention and, causal, against flash
-attention. `--only base|layers|attention|gmm|qmatmul|paged|splash` runs one
+attention. `all_gather_matmul` on a 4-device CPU mesh under
+`jax.shard_map` (bench/mesh.py) is timed against `jax.lax.all_gather` +
+`jnp.dot` in the same shard_map (goal: at least as fast).
+`--only base|layers|attention|gmm|qmatmul|paged|splash|mesh` runs one
 group.
 
 Usage: cargo build --release --bin pkc && python3 bench/compare.py
        [--pkc PATH] [--iters N] [--threads N] [--rounds N] [--no-tune]
-       [--only base|layers|attention|gmm|qmatmul|paged|splash]
+       [--only base|layers|attention|gmm|qmatmul|paged|splash|mesh]
 """
 
 import argparse
@@ -45,6 +48,7 @@ import time
 
 import numpy as np
 
+import mesh
 import paged
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -574,7 +578,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="pkc worker threads (0: all cores)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating numpy/pkc rounds")
     ap.add_argument("--no-tune", action="store_true", help="the first block candidate of each kernel only")
-    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul", "paged", "splash"],
+    ap.add_argument("--only", choices=["base", "layers", "attention", "gmm", "qmatmul", "paged", "splash", "mesh"],
                     help="run one group of workloads")
     a = ap.parse_args()
     if not os.path.exists(a.pkc):
@@ -597,6 +601,9 @@ def main():
         return
     if a.only == "splash":
         splash_rows(a)
+        return
+    if a.only == "mesh":
+        mesh.rows(a)
         return
     rng = np.random.default_rng(0)
     n = 1024
@@ -680,6 +687,7 @@ def main():
         qmatmul_rows(a)
         paged.rows(a, median_time)
         splash_rows(a)
+        mesh.rows(a)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,19 @@ fn the_collectives_match_numpy_on_2_4_and_8_devices() {
     }
 }
 
+/// The devices running at once (`--parallel`, the order the Python
+/// package's shard_map path uses) give numpy's results too.
+#[test]
+fn parallel_devices_match_numpy() {
+    for c in &cases() {
+        let (name, mut args) = case_args(c);
+        args.push("--parallel".into());
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = pkc(&a);
+        assert_eq!(code(&o), 0, "{name} --parallel: {}", stderr(&o));
+    }
+}
+
 /// Every collective of the library gives the same result under 20 random
 /// orders of the devices' progress and the copies' landing.
 #[test]
@@ -188,6 +201,31 @@ fn broken_collectives_are_reported_never_hang() {
                         "{}: expected {want} with a label on line {line}, got {code} on lines {lines:?}: {e}",
                         f.display()
                     ));
+                }
+            }
+        }
+        // Devices at once: the same code and line, whatever the threads'
+        // timing, every time.
+        for round in 0..5 {
+            match run_fixture(&k, Order::Parallel) {
+                Ok(()) => failures.push(format!(
+                    "{}: parallel round {round} ran without error",
+                    f.display()
+                )),
+                Err(e) => {
+                    let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+                    let lines: Vec<usize> = e
+                        .labels()
+                        .into_iter()
+                        .flatten()
+                        .map(|l| text[..l.offset()].matches('\n').count() + 1)
+                        .collect();
+                    if code != want || !lines.contains(&line) {
+                        failures.push(format!(
+                            "{}: parallel round {round}: expected {want} on line {line}, got {code} on lines {lines:?}: {e}",
+                            f.display()
+                        ));
+                    }
                 }
             }
         }

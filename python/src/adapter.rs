@@ -76,6 +76,9 @@ pub struct Built {
     pub no_cpu: Option<Rendered>,
     /// Where a kernel built from source came from (none for a package).
     pub origin: Option<Origin>,
+    /// The kernel's mesh axes, `(name, size)`, in order (none for a kernel
+    /// of one device).
+    pub mesh: Vec<(String, u64)>,
 }
 
 /// The source a kernel was built from, kept to build its batched form.
@@ -185,6 +188,12 @@ pub fn build_source(
             targets: targets.to_vec(),
             param_origins: param_origins.to_vec(),
         }),
+        mesh: k
+            .kernel
+            .mesh
+            .iter()
+            .map(|a| (a.name.clone(), a.size.get()))
+            .collect(),
     })
 }
 
@@ -298,6 +307,16 @@ pub fn open_package(dir: &Path) -> Result<Built, Rendered> {
                 kernel: m.kernel.clone(),
             })
         }),
+        mesh: cpu
+            .as_ref()
+            .map(|c| {
+                c.manifest()
+                    .mesh
+                    .iter()
+                    .map(|a| (a.name.clone(), a.size))
+                    .collect()
+            })
+            .unwrap_or_default(),
         cpu,
         origin: None,
     })
@@ -373,6 +392,54 @@ pub fn run_cpu_in_place(
 ) -> Result<(), Rendered> {
     k.run_in_place(inputs, outputs, &RunOptions::default())
         .map_err(|e| Rendered::diagnostic(&e))
+}
+
+pub use pk_runtime::cpu::mesh::Mesh;
+
+/// A new mesh for one launch of `k` whose devices call from their own
+/// threads, each waiting at most `bound` for the others.
+pub fn joined_mesh(k: &CpuKernel, bound: std::time::Duration) -> Arc<Mesh> {
+    k.joined_mesh(bound)
+}
+
+/// How one device's run on a mesh failed.
+pub enum MeshFailure {
+    /// The mesh stopped because of another device, or of the mesh itself
+    /// (see [`mesh_error`]).
+    Stopped,
+    Failed(Rendered),
+}
+
+/// Runs device `device` of `mesh` on buffers the caller owns (see
+/// [`run_cpu_in_place`]) and leaves the mesh, whichever way it ends.
+pub fn run_cpu_on_mesh(
+    k: &CpuKernel,
+    mesh: &Arc<Mesh>,
+    device: usize,
+    inputs: &[&[u8]],
+    outputs: &mut [&mut [u8]],
+) -> Result<(), MeshFailure> {
+    let opts = RunOptions {
+        threads: 1,
+        pin: false,
+        mesh: Some(pk_runtime::cpu::mesh::Seat {
+            mesh: mesh.clone(),
+            device,
+        }),
+        ..RunOptions::default()
+    };
+    let r = k.run_in_place(inputs, outputs, &opts);
+    mesh.leave(device);
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if pk_runtime::cpu::mesh::is_aborted(&e) => Err(MeshFailure::Stopped),
+        Err(e) => Err(MeshFailure::Failed(Rendered::diagnostic(&e))),
+    }
+}
+
+/// The mesh's own error (a deadlock, peers that never came), rendered.
+pub fn mesh_error(mesh: &Mesh) -> Option<Rendered> {
+    mesh.take_error().map(|e| Rendered::diagnostic(&e))
 }
 
 pub fn host_array(d: DType, shape: Vec<usize>, data: Vec<u8>) -> HostArray {

@@ -5,7 +5,11 @@
 //! (`api_version=1`). Each call carries one attribute, `kernel_id`, the
 //! index of a specialised kernel in [`REGISTRY`] (filled by the Python
 //! side when it lowers a call), and the kernel's inputs and outputs as
-//! buffers in call order.
+//! buffers in call order. A kernel with a mesh also takes the device's
+//! coordinates (`s32[2]`: its index on the kernel's mesh, its group) after
+//! its inputs and a `site` attribute; the devices' calls of one launch
+//! meet in one CPU mesh ([`crate::rendezvous`]), keyed with XLA's run id
+//! (`XLA_FFI_RunId_Get`).
 //!
 //! The C structs below are a subset of `xla/ffi/api/c_api.h` (shipped in
 //! jaxlib, `jax.ffi.include_dir()`), field for field. XLA versions them by
@@ -81,7 +85,19 @@ struct ErrorCreateArgs {
 
 type ErrorCreate = unsafe extern "C" fn(*mut ErrorCreateArgs) -> *mut c_void;
 
-/// The head of `XLA_FFI_Api`: only `XLA_FFI_Error_Create` is called.
+#[repr(C)]
+struct RunIdArgs {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    ctx: *mut c_void,
+    run_id: i64,
+}
+
+type RunIdGet = unsafe extern "C" fn(*mut RunIdArgs) -> *mut c_void;
+
+/// The head of `XLA_FFI_Api` up to `XLA_FFI_RunId_Get`: only
+/// `XLA_FFI_Error_Create` and `XLA_FFI_RunId_Get` are called, the
+/// functions between them are opaque pointers.
 #[repr(C)]
 struct Api {
     struct_size: usize,
@@ -89,6 +105,9 @@ struct Api {
     api_version: ApiVersion,
     internal_api: *const c_void,
     error_create: Option<ErrorCreate>,
+    /// `XLA_FFI_Error_GetMessage` to `XLA_FFI_Future_SetError`.
+    between: [*const c_void; 15],
+    run_id_get: Option<RunIdGet>,
 }
 
 #[repr(C)]
@@ -155,6 +174,9 @@ const ERROR_CREATE_ARGS_SIZE: usize =
     offset_of!(ErrorCreateArgs, errc) + std::mem::size_of::<i32>();
 const BUFFER_SIZE: usize = offset_of!(Buffer, dims) + std::mem::size_of::<*mut i64>();
 const API_HEAD_SIZE: usize = offset_of!(Api, error_create) + std::mem::size_of::<usize>();
+const API_RUN_ID_SIZE: usize = offset_of!(Api, run_id_get) + std::mem::size_of::<usize>();
+const RUN_ID_ARGS_SIZE: usize = offset_of!(RunIdArgs, run_id) + std::mem::size_of::<i64>();
+const DT_S32: i32 = 4;
 
 /// The specialised kernels the handler can run, by `kernel_id`. Entries
 /// are never removed: an id stays valid for as long as a compiled XLA
@@ -174,7 +196,7 @@ fn xla_dtype(d: &str) -> Option<i32> {
     Some(match d {
         "f32" => 11,
         "bf16" => 16,
-        "i32" => 4,
+        "i32" => DT_S32,
         "i16" => 3,
         "i8" => 2,
         "u8" => 6,
@@ -255,7 +277,12 @@ unsafe fn call(frame: &mut CallFrame) -> CallResult {
         return Ok(());
     }
     // SAFETY: the attribute table is valid for the call.
-    let id = unsafe { kernel_id(&frame.attrs) }?;
+    let id = unsafe { attr_i64(&frame.attrs, "kernel_id") }?.ok_or_else(|| {
+        (
+            ERR_INVALID_ARGUMENT,
+            "pk: the custom call has no 64-bit `kernel_id` attribute".to_string(),
+        )
+    })?;
     let built = {
         let r = REGISTRY.read().unwrap_or_else(|p| p.into_inner());
         r.get(id as usize).cloned()
@@ -269,8 +296,25 @@ unsafe fn call(frame: &mut CallFrame) -> CallResult {
     let Some(kernel) = built.cpu.as_ref() else {
         return Err(invalid(adapter::no_cpu(&built)));
     };
+    // A kernel with a mesh takes the device's coordinates after its
+    // inputs (see `pk/jax.py`): its index on the kernel's mesh and its
+    // group.
+    let coords = (!built.mesh.is_empty()).then(|| pk_runtime::bind::OperandSig {
+        name: "mesh coordinates".into(),
+        dtype: "i32".into(),
+        shape: vec![2],
+    });
+    let expected: Vec<_> = built.inputs.iter().cloned().chain(coords.clone()).collect();
     // SAFETY: the argument and result lists are valid for the call.
-    let args = unsafe { buffers(&frame.args, &built.inputs, "argument") }?;
+    let mut args = unsafe { buffers(&frame.args, &expected, "argument") }?;
+    let at = coords.is_some().then(|| {
+        let b = args.pop().expect("the coordinates were checked");
+        // SAFETY: an s32[2] buffer (checked above), valid for the call.
+        unsafe {
+            let p = b.data.cast::<i32>();
+            (*p, *p.add(1))
+        }
+    });
     let rets = unsafe { buffers(&frame.rets, &built.outputs, "result") }?;
     let mut inputs: Vec<&[u8]> = Vec::with_capacity(args.len());
     for (b, o) in args.iter().zip(&built.inputs) {
@@ -286,7 +330,64 @@ unsafe fn call(frame: &mut CallFrame) -> CallResult {
         // buffer, but the kernel reads that input from a private copy).
         outs.push(unsafe { std::slice::from_raw_parts_mut(b.data.cast::<u8>(), bytes(o)?) });
     }
-    adapter::run_cpu_in_place(kernel, &inputs, &mut outs).map_err(invalid)
+    let Some((device, group)) = at else {
+        return adapter::run_cpu_in_place(kernel, &inputs, &mut outs).map_err(invalid);
+    };
+    let devices: u64 = built.mesh.iter().map(|(_, s)| s).product();
+    if device < 0 || device as u64 >= devices {
+        return Err((
+            ERR_INVALID_ARGUMENT,
+            format!(
+                "pk: kernel `{}` was called as device {device} of a mesh of {devices}",
+                built.name
+            ),
+        ));
+    }
+    // SAFETY: the attribute table and the API are valid for the call.
+    let site = unsafe { attr_i64(&frame.attrs, "site") }?.unwrap_or(0);
+    let run = unsafe { run_id(frame) };
+    let launch = crate::rendezvous::join(
+        kernel,
+        id,
+        site,
+        run,
+        i64::from(group),
+        device as usize,
+        devices as usize,
+    );
+    launch
+        .run(kernel, device as usize, &inputs, &mut outs)
+        .map_err(invalid)
+}
+
+/// XLA's id of the logical execution this call belongs to (0 when XLA's
+/// API is too old to say).
+///
+/// # Safety
+/// `frame` must be XLA's call frame.
+unsafe fn run_id(frame: &CallFrame) -> i64 {
+    let api = frame.api;
+    // SAFETY: XLA's table; its size is checked before the pointer is read.
+    let get = unsafe {
+        if api.is_null() || (*api).struct_size < API_RUN_ID_SIZE {
+            return 0;
+        }
+        (*api).run_id_get
+    };
+    let Some(get) = get else { return 0 };
+    let mut args = RunIdArgs {
+        struct_size: RUN_ID_ARGS_SIZE,
+        extension_start: std::ptr::null_mut(),
+        ctx: frame.ctx,
+        run_id: 0,
+    };
+    // SAFETY: a valid argument struct and the frame's execution context.
+    let err = unsafe { get(&mut args) };
+    if err.is_null() {
+        args.run_id
+    } else {
+        0
+    }
 }
 
 /// The size in bytes of an operand's array in pk's memory layout.
@@ -321,17 +422,17 @@ unsafe fn metadata(ext: *mut MetadataExtension) -> CallResult {
     Ok(())
 }
 
-/// The `kernel_id` attribute (a 64-bit integer scalar).
+/// The 64-bit integer scalar attribute `want`, if the call has it.
 ///
 /// # Safety
 /// `attrs` must be the frame's attribute table.
-unsafe fn kernel_id(attrs: &Attrs) -> Result<i64, (i32, String)> {
+unsafe fn attr_i64(attrs: &Attrs, want: &str) -> Result<Option<i64>, (i32, String)> {
     for i in 0..attrs.size.max(0) as usize {
         // SAFETY: the table has `size` entries of each array.
         unsafe {
             let name = &**attrs.names.add(i);
             let name = std::slice::from_raw_parts(name.ptr.cast::<u8>(), name.len);
-            if name != b"kernel_id" {
+            if name != want.as_bytes() {
                 continue;
             }
             if *attrs.types.add(i) != ATTR_SCALAR {
@@ -341,13 +442,10 @@ unsafe fn kernel_id(attrs: &Attrs) -> Result<i64, (i32, String)> {
             if s.dtype != DT_S64 {
                 break;
             }
-            return Ok(*s.value.cast::<i64>());
+            return Ok(Some(*s.value.cast::<i64>()));
         }
     }
-    Err((
-        ERR_INVALID_ARGUMENT,
-        "pk: the custom call has no 64-bit `kernel_id` attribute".into(),
-    ))
+    Ok(None)
 }
 
 /// The buffers of an argument or result list, checked against operands.

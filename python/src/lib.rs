@@ -9,6 +9,7 @@
 mod adapter;
 mod ffi;
 mod meta;
+mod rendezvous;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,6 +58,13 @@ impl Kernel {
     #[getter]
     fn name(&self) -> String {
         self.built.name.clone()
+    }
+
+    /// The kernel's mesh axes, `[(name, size)]` in order; empty for a
+    /// kernel of one device.
+    #[getter]
+    fn mesh(&self) -> Vec<(String, u64)> {
+        self.built.mesh.clone()
     }
 
     /// The parameters it was specialised with, `[(name, value)]`.

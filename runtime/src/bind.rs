@@ -96,6 +96,21 @@ pub const EXPLANATIONS: &[Explanation] = &[
         example: "pk.jax.kernel(\"build/matmul\", bm=128)   # error[PK5005]\n\
                   pk.jax.kernel(\"kernels/matmul.pk\", bm=128)",
     },
+    Explanation {
+        code: "PK5006",
+        title: "call-mesh-axes",
+        what: "A kernel with a mesh was called outside `jax.shard_map`, or its mesh axes do \
+               not match the shard_map mesh: an axis (its own name, or the one `axis_names` \
+               maps it to) that is not a manual axis of the shard_map, a size that differs \
+               from that axis's, or, lowered for TPU, axes that are not the whole device mesh.",
+        why: "Each device of the mesh runs the kernel on its own shard and finds its peers \
+              by mesh coordinates, which pk takes from the shard_map axes \
+              (`jax.lax.axis_index`); on TPU the kernel's device ids are the program's \
+              logical device ids, so its mesh must be the device mesh.",
+        example: "ag = pk.jax.kernel(\"kernels/all_gather.pk\", n=4)   # mesh (d in n)\n\
+                  jax.shard_map(ag, mesh=mesh, ...)   # mesh axes (\"x\",): error[PK5006]\n\
+                  ag = pk.jax.kernel(\"kernels/all_gather.pk\", n=4, axis_names=(\"x\",))",
+    },
 ];
 
 fn explanation(code: &str) -> &'static Explanation {

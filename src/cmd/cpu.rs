@@ -65,6 +65,12 @@ pub struct CpuArgs {
     /// `--schedules 1` it replays one order.
     #[arg(long, value_name = "S", requires = "schedules", default_value = "0")]
     pub seed: u64,
+    /// With --mesh: run every device at once, each on its own thread, as
+    /// chips do (remote copies take their source when they start and land
+    /// at the receiver's next mesh call); every check holds, with the
+    /// same code and line whatever the threads' timing.
+    #[arg(long, requires = "mesh", conflicts_with = "schedules")]
+    pub parallel: bool,
 }
 
 /// The device counts of a mesh given on the command line.
@@ -94,6 +100,7 @@ pub struct MeshRun {
     pub shape: Vec<u64>,
     pub schedules: Option<u64>,
     pub seed: u64,
+    pub parallel: bool,
 }
 
 /// Checks `--mesh` against the kernel's mesh.
@@ -138,6 +145,7 @@ pub fn mesh_run(k: &CpuKernel, a: &CpuArgs) -> Result<Option<MeshRun>, Error> {
         shape: given.0.clone(),
         schedules: a.schedules,
         seed: a.seed,
+        parallel: a.parallel,
     }))
 }
 
@@ -470,6 +478,7 @@ pub fn run_on_mesh(
     }
     drop(inputs);
     let orders: Vec<Order> = match mesh.schedules {
+        None if mesh.parallel => vec![Order::Parallel],
         None => vec![Order::Fixed],
         Some(count) => (0..count)
             .map(|i| Order::Random(mesh.seed.wrapping_add(i)))

@@ -259,6 +259,7 @@ mod tests {
             mesh: None,
             schedules: None,
             seed: 0,
+            parallel: false,
         }
     }
 

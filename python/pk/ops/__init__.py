@@ -34,6 +34,7 @@ from ._check import checks
 _FAMILIES = (
     "_add",
     "_attention",
+    "_collectives",
     "_flash",
     "_glu",
     "_gmm",

@@ -64,24 +64,34 @@ CHOSEN = "chosen from the shapes"
 
 @functools.lru_cache(maxsize=None)
 def _cached(
-    file: str, entry: str | None, params: tuple[tuple[str, str], ...], keywords: frozenset[str]
+    file: str,
+    entry: str | None,
+    params: tuple[tuple[str, str], ...],
+    keywords: frozenset[str],
+    axes: tuple[Any, ...] | None = None,
 ) -> pk.jax.Kernel:
-    k = pk.jax.kernel(kernels_dir() / file, kernel=entry, **dict(params))
+    k = pk.jax.kernel(kernels_dir() / file, kernel=entry, axis_names=axes, **dict(params))
     k._origins = {n: FROM_KEYWORDS if n in keywords else CHOSEN for n, _ in params}
     return k
 
 
 def kernel(
-    file: str, entry: str | None = None, *, keywords: Iterable[str] = (), **params: Any
+    file: str,
+    entry: str | None = None,
+    *,
+    keywords: Iterable[str] = (),
+    axes: tuple[Any, ...] | None = None,
+    **params: Any,
 ) -> pk.jax.Kernel:
     """The ``pk.jax`` kernel ``entry`` of the library file ``file`` with
     these parameters (``None`` values are left to the kernel's defaults or
     to inference from the arguments); built once per configuration.
     ``keywords`` names the parameters whose values are the caller's
     keyword arguments (defaults included); the others were chosen by the
-    op."""
+    op. ``axes`` maps a collective's mesh axes to ``jax.shard_map`` axes
+    (``axis_names`` of :func:`pk.jax.kernel`)."""
     given = tuple(sorted((k, param(v)) for k, v in params.items() if v is not None))
-    return _cached(file, entry, given, frozenset(keywords))
+    return _cached(file, entry, given, frozenset(keywords), axes)
 
 
 def block(n: int, preferred: int, *, divides: bool = True, align: int = 8) -> int:

@@ -292,6 +292,10 @@ pub enum Error {
     #[diagnostic(code(PK1046), help("run the kernel on its own mesh: --mesh gives its device count (or AxB its axis sizes), and each array stacks one slice per device on its leading dimensions"))]
     MeshMismatch { message: String },
 
+    #[error("{message}")]
+    #[diagnostic(code(PK1047), help("every device of the mesh must make the same call of the kernel: call it unconditionally inside jax.shard_map (not under a lax.cond or a loop whose trip count differs between devices), over every device of the kernel's mesh axes; the bound is PK_MESH_JOIN_TIMEOUT seconds"))]
+    PeersMissing { message: String },
+
     #[error("invalid CPU kernel package: {0}")]
     #[diagnostic(code(PK1022), help("rebuild the package with the same pk version"))]
     Manifest(String),
@@ -496,6 +500,11 @@ explain! {
         what: "`--mesh` does not match the kernel: the kernel has no mesh, its mesh has another number of devices or other axis sizes, or an array is not stacked with one slice per device on its leading dimensions.",
         why: "Each device of the mesh gets its own slice of every input and writes its own slice of every output, so the arrays carry the mesh's shape ahead of the operand's.",
         example: "pkc run kernels/ppermute.pk --mesh 4 --in x=x.npy   // x is f32[4, 8, 128]"
+    }
+    "PK1047" "mesh-peers-missing" {
+        what: "A device called a communicating kernel and its peers did not: the other devices of the kernel's mesh never reached the same call within the bound (`PK_MESH_JOIN_TIMEOUT` seconds, 60 by default). This happens when the devices of a host framework's mesh each call the kernel separately, as `jax.shard_map` on CPU does through pk's FFI handler.",
+        why: "A collective needs every device of its mesh: on the TPU the devices that did call it would wait for the others' signals forever. The CPU mesh stops after the bound and names the devices that never came, instead of hanging.",
+        example: "jax.lax.cond(jax.lax.axis_index(\"x\") == 0, lambda: all_gather(x), lambda: zeros)   // error\nall_gather(x)   // every device calls it"
     }
     "PK1099" "internal-error" {
         what: "The CPU reference hit a condition that should be impossible.",

@@ -15,6 +15,15 @@
 //!   the scheduler lands it, and at every `mesh` call picks, uniformly, the
 //!   next event among the runnable devices and the copies in flight.
 //!
+//! - The parallel order runs every device at once; each lands the copies
+//!   sent to it at its own mesh calls (see [`Order::Parallel`]). Every
+//!   check of the other orders holds, and reports the same code and line
+//!   whatever the threads' timing: a copy into a peer's VMEM, or a signal
+//!   of its plain semaphore, needs the sender to have heard from the peer
+//!   since it entered (what a barrier establishes; tracked through the
+//!   signals and copies each device waited for), and semaphores are
+//!   judged once every device has ended.
+//!
 //! When no device can run and no copy is in flight while some device has
 //! not ended, the kernel would hang on the TPU: the mesh reports the
 //! deadlock (PK1040) with every blocked wait, instead of hanging.
@@ -33,6 +42,7 @@ use pk_lang::ir::DType;
 use pk_lowering::wasm::abi::{CpuManifest, MeshOp, MeshSite, Space, Window};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// How the devices of a mesh interleave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,6 +52,11 @@ pub enum Order {
     Fixed,
     /// Devices' progress and copies' landing in the random order of a seed.
     Random(u64),
+    /// Every device runs at once on its own thread, as chips do. A remote
+    /// copy takes its source when it starts (the send is complete then)
+    /// and is landed by the receiver itself, at its next mesh call or
+    /// while it waits: no thread writes the memory of a device that runs.
+    Parallel,
 }
 
 /// A device's seat at a mesh: what a run on one device needs to reach its
@@ -87,6 +102,11 @@ struct Flight {
     bytes: i64,
     send_sem: usize,
     recv_sem: usize,
+    /// The source's elements, taken when the copy started (parallel
+    /// order only; the other orders read the parked sender when landing).
+    data: Vec<u8>,
+    /// What the sender knew when it started the copy (parallel order).
+    knows: Vec<u64>,
     landed: bool,
     sent: bool,
     received: bool,
@@ -105,6 +125,20 @@ struct State {
     sems: Vec<BTreeMap<usize, i64>>,
     flights: Vec<Flight>,
     rng: u64,
+    /// Parallel order: vector clocks. `knows[d][e]` is the latest event
+    /// of device `e` that device `d` has heard of, through a chain of
+    /// signals and copies it waited for: 1 is `e` entering the kernel
+    /// (what a barrier establishes; a copy into a peer's VMEM, or a signal
+    /// of its plain semaphore, needs it), each receipt of a remote copy
+    /// (`remote_wait_recv`) is the next.
+    knows: Vec<Vec<u64>>,
+    /// What the signals and copies that reached each semaphore knew, by
+    /// device and address; a wait on it learns it.
+    sem_knows: Vec<BTreeMap<usize, Vec<u64>>>,
+    /// Parallel order: the copies each device has received, with the event
+    /// of their receipt: a later copy into an overlapping window must come
+    /// from a device that has heard of that receipt (PK1043).
+    received: Vec<Vec<(Place, u32, usize, u64)>>,
     /// The mesh's own failure (a deadlock), reported for every device.
     error: Option<Error>,
     aborted: bool,
@@ -114,6 +148,11 @@ struct State {
 pub struct Mesh {
     n: usize,
     order: Order,
+    /// How long a device that has entered waits for the others to enter,
+    /// when they come from threads the mesh does not own (a host
+    /// framework's, one call per device): a peer that never calls would
+    /// otherwise leave the others waiting forever.
+    join_bound: Option<Duration>,
     m: Arc<CpuManifest>,
     state: Mutex<State>,
     cv: Condvar,
@@ -125,7 +164,7 @@ pub(crate) fn aborted() -> Error {
     Error::Internal("the mesh stopped: another device failed".into())
 }
 
-pub(crate) fn is_aborted(e: &Error) -> bool {
+pub fn is_aborted(e: &Error) -> bool {
     matches!(e, Error::Internal(m) if m.starts_with("the mesh stopped"))
 }
 
@@ -139,14 +178,26 @@ fn splitmix(x: &mut u64) -> u64 {
 
 impl Mesh {
     pub fn new(m: Arc<CpuManifest>, order: Order) -> Arc<Mesh> {
+        Mesh::build(m, order, None)
+    }
+
+    /// A mesh whose devices enter from threads of the caller, one run per
+    /// device; a device that has entered waits at most `bound` for the
+    /// others before the mesh stops with PK1047.
+    pub fn joined_within(m: Arc<CpuManifest>, order: Order, bound: Duration) -> Arc<Mesh> {
+        Mesh::build(m, order, Some(bound))
+    }
+
+    fn build(m: Arc<CpuManifest>, order: Order, join_bound: Option<Duration>) -> Arc<Mesh> {
         let n = m.devices().max(1) as usize;
         let seed = match order {
             Order::Random(s) => s,
-            Order::Fixed => 0,
+            Order::Fixed | Order::Parallel => 0,
         };
         Arc::new(Mesh {
             n,
             order,
+            join_bound,
             m,
             state: Mutex::new(State {
                 turn: None,
@@ -158,6 +209,9 @@ impl Mesh {
                 sems: vec![BTreeMap::new(); n],
                 flights: Vec::new(),
                 rng: seed,
+                knows: vec![vec![0; n]; n],
+                sem_knows: vec![BTreeMap::new(); n],
+                received: vec![Vec::new(); n],
                 error: None,
                 aborted: false,
             }),
@@ -187,7 +241,7 @@ impl Mesh {
         mut s: MutexGuard<'a, State>,
         dev: usize,
     ) -> Result<MutexGuard<'a, State>, Error> {
-        while !s.aborted && s.turn != Some(dev) {
+        while !s.aborted && self.order != Order::Parallel && s.turn != Some(dev) {
             s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         if s.aborted {
@@ -208,35 +262,123 @@ impl Mesh {
         let mut s = self.lock();
         s.buffers[dev] = Some(buffers);
         s.mem[dev] = mem;
+        s.knows[dev][dev] = 1;
         s.registered += 1;
         if s.registered == self.n && s.turn.is_none() {
-            self.pick(&mut s, 0);
+            if self.order == Order::Parallel {
+                for d in 0..self.n {
+                    s.started[d] = true;
+                    s.status[d] = Status::Running;
+                }
+            } else {
+                self.pick(&mut s, 0);
+            }
         }
         self.cv.notify_all();
+        if let Some(bound) = self.join_bound {
+            let deadline = Instant::now() + bound;
+            while !s.aborted && s.registered < self.n {
+                let now = Instant::now();
+                if now >= deadline {
+                    let e = self.peers_missing(&s, dev, bound);
+                    return Err(self.abort(s, e));
+                }
+                s = self
+                    .cv
+                    .wait_timeout(s, deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        if self.order == Order::Parallel {
+            while !s.aborted && s.registered < self.n {
+                s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+            }
+        }
         let _s = self.wait_turn(s, dev)?;
         Ok(())
+    }
+
+    /// PK1047: `dev` waited `bound` and some devices never entered.
+    fn peers_missing(&self, s: &State, dev: usize, bound: Duration) -> Error {
+        let missing: Vec<String> = (0..self.n)
+            .filter(|&d| s.buffers[d].is_none() && !s.started[d])
+            .map(|d| self.device_name(d))
+            .collect();
+        Error::PeersMissing {
+            message: format!(
+                "{} of kernel `{}` waited {:.1} s for the other devices of its mesh to call the kernel; {} never did",
+                self.device_name(dev),
+                self.m.kernel,
+                bound.as_secs_f64(),
+                missing.join(", ")
+            ),
+        }
     }
 
     /// Device `dev`'s kernel ended (it has the turn): its semaphores must
     /// be back at zero; it leaves the mesh and gives the turn away.
     pub(crate) fn done(&self, dev: usize) -> Result<(), Error> {
         let mut s = self.lock();
+        if self.order == Order::Parallel {
+            if let Err(e) = self.land_incoming(&mut s, dev) {
+                return Err(self.abort(s, e));
+            }
+        }
+        s.status[dev] = Status::Done;
+        s.buffers[dev] = None;
+        s.mem[dev] = (0, 0);
+        if self.order == Order::Parallel {
+            // Peers may still signal an ended device: its semaphores are
+            // judged once every device has ended, whatever the timing.
+            if s.status.iter().all(|x| matches!(x, Status::Done)) {
+                for i in 0..s.flights.len() {
+                    if !s.flights[i].landed {
+                        let f = &s.flights[i];
+                        let (to, sem, bytes) = (f.to, f.recv_sem, f.bytes);
+                        *s.sems[to].entry(sem).or_insert(0) += bytes;
+                        s.flights[i].landed = true;
+                    }
+                }
+                if let Some(e) = (0..self.n).find_map(|d| self.sems_left(&s, d)) {
+                    return Err(self.abort(s, e));
+                }
+            }
+        } else if let Some(e) = self.sems_left(&s, dev) {
+            return Err(self.abort(s, e));
+        }
+        if self.order == Order::Parallel {
+            if self.stuck(&s) {
+                // This device ended well; the others wait forever.
+                let e = self.deadlock(&s);
+                let _ = self.abort(s, e);
+                return Ok(());
+            }
+        } else {
+            self.pick(&mut s, dev);
+        }
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// PK1041 for device `dev`, if a semaphore of it is not back at 0.
+    fn sems_left(&self, s: &State, dev: usize) -> Option<Error> {
         let left: Vec<(usize, i64)> = s.sems[dev]
             .iter()
             .filter(|(_, v)| **v != 0)
             .map(|(a, v)| (*a, *v))
             .collect();
-        s.status[dev] = Status::Done;
-        s.buffers[dev] = None;
-        s.mem[dev] = (0, 0);
-        if !left.is_empty() {
-            let list = left
-                .iter()
-                .map(|(a, v)| format!("`{}` holds {v}", self.sem_name(*a)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sites = self.sites_of_sems(&left);
-            let e = self.error_at(
+        if left.is_empty() {
+            return None;
+        }
+        let list = left
+            .iter()
+            .map(|(a, v)| format!("`{}` holds {v}", self.sem_name(*a)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sites = self.sites_of_sems(&left);
+        Some(
+            self.error_at(
                 |message, src, labels| Error::SemaphoreLeft {
                     message,
                     src,
@@ -250,11 +392,43 @@ impl Mesh {
                     .iter()
                     .map(|&site| (site, format!("{} uses it here", self.device_name(dev))))
                     .collect(),
-            );
-            return Err(self.abort(s, e));
+            ),
+        )
+    }
+
+    /// Parallel order: every device that has not ended waits, and neither
+    /// its semaphore nor the copies on their way to it can satisfy it.
+    fn stuck(&self, s: &State) -> bool {
+        let mut live = false;
+        for (d, st) in s.status.iter().enumerate() {
+            match st {
+                Status::Done => {}
+                Status::Ready | Status::Running => return false,
+                Status::Blocked(b) => {
+                    live = true;
+                    let coming: i64 = s
+                        .flights
+                        .iter()
+                        .filter(|f| f.to == d && !f.landed && f.recv_sem == b.sem)
+                        .map(|f| f.bytes)
+                        .sum();
+                    if s.sems[d].get(&b.sem).copied().unwrap_or(0) + coming >= b.need {
+                        return false;
+                    }
+                }
+            }
         }
-        self.pick(&mut s, dev);
-        self.cv.notify_all();
+        live
+    }
+
+    /// Parallel order: device `me` (calling, inside a mesh call) lands the
+    /// copies sent to it, in the order they started.
+    fn land_incoming(&self, s: &mut State, me: usize) -> Result<(), Error> {
+        for i in 0..s.flights.len() {
+            if s.flights[i].to == me && !s.flights[i].landed {
+                self.land(s, i)?;
+            }
+        }
         Ok(())
     }
 
@@ -302,6 +476,8 @@ impl Mesh {
                     .take(1)
                     .collect(),
                 Order::Random(_) => (0..self.n).filter(|&d| Self::runnable(s, d)).collect(),
+                // Never asked: parallel devices do not take turns.
+                Order::Parallel => Vec::new(),
             };
             let flights: Vec<usize> = (0..s.flights.len())
                 .filter(|&i| !s.flights[i].landed)
@@ -322,6 +498,7 @@ impl Mesh {
             let k = match self.order {
                 Order::Fixed => 0,
                 Order::Random(_) => (splitmix(&mut s.rng) % total as u64) as usize,
+                Order::Parallel => 0,
             };
             if k < devices.len() {
                 let d = devices[k];
@@ -349,7 +526,9 @@ impl Mesh {
     fn land(&self, s: &mut State, i: usize) -> Result<(), Error> {
         let f = s.flights[i].clone();
         let eb = f.dtype.bytes() as usize;
-        let data = {
+        let data = if self.order == Order::Parallel {
+            f.data
+        } else {
             let bufs = s.buffers[f.from].clone();
             let mem = s.mem[f.from];
             // SAFETY: the sender is parked (only the device holding the
@@ -382,8 +561,15 @@ impl Mesh {
         let mem = unsafe { mem_slice(s.mem[f.to]) };
         write_window(bufs.as_deref(), mem, &f.dst, eb, &data)?;
         *s.sems[f.to].entry(f.recv_sem).or_insert(0) += f.bytes;
-        *s.sems[f.from].entry(f.send_sem).or_insert(0) += f.bytes;
+        if self.order == Order::Parallel {
+            learn(&mut s.sem_knows[f.to], f.recv_sem, &f.knows);
+        }
+        if self.order != Order::Parallel {
+            // In the parallel order the send completed when it started.
+            *s.sems[f.from].entry(f.send_sem).or_insert(0) += f.bytes;
+        }
         s.flights[i].landed = true;
+        s.flights[i].data = Vec::new();
         Ok(())
     }
 
@@ -533,6 +719,14 @@ impl Mesh {
             })
             .map(|s| s.site)
             .collect()
+    }
+}
+
+/// Adds what `knows` knows to the knowledge of semaphore `sem`.
+fn learn(sems: &mut BTreeMap<usize, Vec<u64>>, sem: usize, knows: &[u64]) {
+    let k = sems.entry(sem).or_insert_with(|| vec![0; knows.len()]);
+    for (a, b) in k.iter_mut().zip(knows) {
+        *a = (*a).max(*b);
     }
 }
 
@@ -697,6 +891,14 @@ pub(crate) fn op(
     // Record where this device's memory is, for peers that write it
     // while it is parked.
     let here = (mem.as_mut_ptr() as usize, mem.len());
+    if mesh.order == Order::Parallel {
+        // Copies sent to this device land at its mesh calls.
+        let mut st = mesh.lock();
+        st.mem[me] = here;
+        if let Err(e) = mesh.land_incoming(&mut st, me) {
+            return Err(mesh.abort(st, e));
+        }
+    }
     match s.op {
         MeshOp::DeviceId => Ok(me as i32),
         MeshOp::RemoteStart => {
@@ -758,6 +960,52 @@ pub(crate) fn op(
                 );
                 return Err(mesh.abort(st, e));
             }
+            if mesh.order == Order::Parallel {
+                let seen = st.knows[me][to];
+                if let Some((_, first, from, _)) = st.received[to]
+                    .iter()
+                    .find(|(p, _, _, at)| *at > seen && overlap(p, &dst))
+                {
+                    let (first, from) = (*first, *from);
+                    let e = mesh.error_at(
+                        |message, src, labels| Error::UnorderedWrites {
+                            message,
+                            src,
+                            labels,
+                        },
+                        format!(
+                            "{} copies into a window of {} that a copy from {} wrote, without having heard from {} since it received that copy: nothing orders the two",
+                            mesh.device_name(me),
+                            mesh.device_name(to),
+                            mesh.device_name(from),
+                            mesh.device_name(to)
+                        ),
+                        vec![
+                            (first, format!("{} copies here", mesh.device_name(from))),
+                            (site, format!("{} copies here", mesh.device_name(me))),
+                        ],
+                    );
+                    return Err(mesh.abort(st, e));
+                }
+            }
+            if mesh.order == Order::Parallel
+                && matches!(dst.at, Where::Mem(_))
+                && st.knows[me][to] == 0
+            {
+                let e = mesh.not_started(me, to, site, "a remote copy lands in the VMEM");
+                return Err(mesh.abort(st, e));
+            }
+            let knows = st.knows[me].clone();
+            let data = if mesh.order == Order::Parallel {
+                // This device's own source, read by its own thread.
+                let bufs = st.buffers[me].clone();
+                match read_window(bufs.as_deref(), mem, &src, dt.bytes() as usize) {
+                    Ok(d) => d,
+                    Err(e) => return Err(mesh.abort(st, e)),
+                }
+            } else {
+                Vec::new()
+            };
             st.flights.push(Flight {
                 from: me,
                 to,
@@ -768,10 +1016,16 @@ pub(crate) fn op(
                 bytes,
                 send_sem,
                 recv_sem,
+                data,
+                knows,
                 landed: false,
                 sent: false,
                 received: false,
             });
+            if mesh.order == Order::Parallel {
+                *st.sems[me].entry(send_sem).or_insert(0) += bytes;
+                mesh.cv.notify_all();
+            }
             if mesh.order == Order::Fixed {
                 let i = st.flights.len() - 1;
                 if let Err(e) = mesh.land(&mut st, i) {
@@ -794,8 +1048,9 @@ pub(crate) fn op(
             st.mem[me] = here;
             st = mesh.block_on(st, me, site, sem, bytes)?;
             // The oldest copy this wait completes.
+            let parallel = mesh.order == Order::Parallel;
             let found = st.flights.iter().position(|f| {
-                f.landed
+                (f.landed || (send && parallel))
                     && if send {
                         f.from == me && f.send_sem == sem && !f.sent
                     } else {
@@ -807,6 +1062,13 @@ pub(crate) fn op(
                     st.flights[i].sent = true;
                 } else {
                     st.flights[i].received = true;
+                    if parallel {
+                        st.knows[me][me] += 1;
+                        let at = st.knows[me][me];
+                        let f = &st.flights[i];
+                        let record = (f.dst.clone(), f.site, f.from, at);
+                        st.received[me].push(record);
+                    }
                 }
             }
             st.flights.retain(|f| !(f.sent && f.received));
@@ -834,7 +1096,16 @@ pub(crate) fn op(
             }
             let mut st = mesh.lock();
             st.mem[me] = here;
-            if matches!(st.status[to], Status::Done) {
+            let parallel = mesh.order == Order::Parallel;
+            if parallel {
+                if !s.barrier && st.knows[me][to] == 0 {
+                    let e = mesh.not_started(me, to, site, "a signal reaches a semaphore");
+                    return Err(mesh.abort(st, e));
+                }
+                let knows = st.knows[me].clone();
+                learn(&mut st.sem_knows[to], sem, &knows);
+            }
+            if !parallel && matches!(st.status[to], Status::Done) {
                 let e = mesh.error_at(
                     |message, src, labels| Error::SemaphoreLeft {
                         message,
@@ -856,6 +1127,9 @@ pub(crate) fn op(
                 return Err(mesh.abort(st, e));
             }
             *st.sems[to].entry(sem).or_insert(0) += i64::from(n);
+            if mesh.order == Order::Parallel {
+                mesh.cv.notify_all();
+            }
             mesh.yield_now(st, me)?;
             Ok(0)
         }
@@ -887,7 +1161,31 @@ impl Mesh {
         sem: usize,
         need: i64,
     ) -> Result<MutexGuard<'a, State>, Error> {
-        if st.sems[me].get(&sem).copied().unwrap_or(0) < need {
+        if self.order == Order::Parallel {
+            loop {
+                if st.aborted {
+                    return Err(aborted());
+                }
+                if let Err(e) = self.land_incoming(&mut st, me) {
+                    return Err(self.abort(st, e));
+                }
+                if st.sems[me].get(&sem).copied().unwrap_or(0) >= need {
+                    if let Some(k) = st.sem_knows[me].get(&sem).cloned() {
+                        for (mine, theirs) in st.knows[me].iter_mut().zip(k) {
+                            *mine = (*mine).max(theirs);
+                        }
+                    }
+                    break;
+                }
+                st.status[me] = Status::Blocked(Block { site, sem, need });
+                if self.stuck(&st) {
+                    let e = self.deadlock(&st);
+                    return Err(self.abort(st, e));
+                }
+                st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            st.status[me] = Status::Running;
+        } else if st.sems[me].get(&sem).copied().unwrap_or(0) < need {
             st.status[me] = Status::Blocked(Block { site, sem, need });
             self.pick(&mut st, me);
             self.cv.notify_all();
@@ -901,7 +1199,7 @@ impl Mesh {
     /// After a `mesh` call: under a random order the scheduler may run
     /// another device or land a copy before this one goes on.
     fn yield_now(&self, mut st: MutexGuard<'_, State>, me: usize) -> Result<(), Error> {
-        if self.order == Order::Fixed {
+        if matches!(self.order, Order::Fixed | Order::Parallel) {
             return Ok(());
         }
         st.status[me] = Status::Ready;

@@ -349,6 +349,16 @@ impl CpuKernel {
         &self.m
     }
 
+    /// A mesh for this kernel whose devices are run by the caller, each
+    /// from a thread of its own (one [`Self::run_in_place`] per device,
+    /// with the device's [`mesh::Seat`] in its options), as a host
+    /// framework runs one call per device; the devices run at once
+    /// ([`mesh::Order::Parallel`]). A device waits at most `bound`
+    /// for the others to enter (PK1047 after it).
+    pub fn joined_mesh(&self, bound: Duration) -> Arc<mesh::Mesh> {
+        mesh::Mesh::joined_within(self.m.clone(), mesh::Order::Parallel, bound)
+    }
+
     /// The operands the caller provides, in call order.
     pub fn inputs(&self) -> impl Iterator<Item = (usize, &OperandInfo)> {
         self.m

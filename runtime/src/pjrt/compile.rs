@@ -252,7 +252,12 @@ impl Topology {
         partitions: u32,
     ) -> Result<CompiledKernel, PjrtError> {
         let started = Instant::now();
-        let shardy = partitions > 1 && code.windows(4).any(|w| w == b"sdy.");
+        // Text names Shardy's ops (`sdy.sharding`); bytecode (a
+        // serialized `jax.export`) lists the dialect `sdy` in its string
+        // section, without the dot.
+        let bytecode = code.starts_with(b"ML\xefR");
+        let marker: &[u8] = if bytecode { b"sdy" } else { b"sdy." };
+        let shardy = partitions > 1 && code.windows(marker.len()).any(|w| w == marker);
         let options = program_options(replicas, partitions, shardy);
         let (executable, schedule) = self.plugin.capture(|| self.compile_with(code, &options));
         let mut k = self.record(&executable?, started)?;
