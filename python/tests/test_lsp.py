@@ -246,3 +246,87 @@ def test_lsp_semantic_tokens_outline_and_signature_help(tmp_path, monkeypatch) -
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     asyncio.run(asyncio.wait_for(outline_session(tmp_path), 120))
 
+
+# `lib::twice` used by an open document and by a file on disk.
+LIB_SRC = "/// Twice `x`.\nfn twice(x) {\n    x + x\n}\n"
+MAIN_SRC = "use lib;\n\nkernel k(x: f32[8, 128]) -> y: f32[8, 128]\n{\n    y[..] = lib::twice(x[..]);\n}\n"
+OTHER_SRC = (
+    "use lib;\n\nkernel o(x: f32[8, 128]) -> y: f32[8, 128]\n{\n"
+    "    let t = lib::twice(x[..]);\n    y[..] = lib::twice(t);\n}\n"
+)
+STD_SRC = "use std::math;\n\nkernel s(x: f32[8, 128]) -> y: f32[8, 128]\n{\n    y[..] = math::softplus(x[..]);\n}\n"
+
+
+async def references_session(tmp_path) -> None:
+    client = LanguageClient("pk-test", "1")
+    diagnostics: asyncio.Queue = asyncio.Queue()
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        diagnostics.put_nowait(params)
+
+    await client.start_io(str(pkc_path()), "lsp", env=clean_env())
+    try:
+        await client.initialize_async(
+            lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=tmp_path.as_uri())
+        )
+        client.initialized(lsp.InitializedParams())
+        files = {"lib.pk": LIB_SRC, "main.pk": MAIN_SRC, "other.pk": OTHER_SRC, "std_user.pk": STD_SRC}
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        # main.pk and std_user.pk are open; lib.pk and other.pk only on disk.
+        for name in ("main.pk", "std_user.pk"):
+            client.text_document_did_open(
+                lsp.DidOpenTextDocumentParams(
+                    text_document=lsp.TextDocumentItem(
+                        uri=(tmp_path / name).as_uri(), language_id="pk", version=1, text=files[name]
+                    )
+                )
+            )
+            got = await asyncio.wait_for(diagnostics.get(), 30)
+            assert list(got.diagnostics) == [], got
+
+        def located(locs) -> set[tuple[str, int, int, int]]:
+            return {
+                (loc.uri.rsplit("/", 1)[1], loc.range.start.line, loc.range.start.character, loc.range.end.character)
+                for loc in locs
+            }
+
+        # `twice` in `lib::twice(` of main.pk: line 4, columns 17-22.
+        main = lsp.TextDocumentIdentifier(uri=(tmp_path / "main.pk").as_uri())
+        locs = await client.text_document_references_async(
+            lsp.ReferenceParams(
+                text_document=main,
+                position=lsp.Position(line=4, character=18),
+                context=lsp.ReferenceContext(include_declaration=True),
+            )
+        )
+        assert located(locs) == {
+            ("lib.pk", 1, 3, 8),  # fn twice(x)
+            ("main.pk", 4, 17, 22),
+            ("other.pk", 4, 17, 22),  # let t = lib::twice(x[..]);
+            ("other.pk", 5, 17, 22),  # y[..] = lib::twice(t);
+        }
+
+        # `softplus` of std::math, from the other open document: its use
+        # there; main.pk and the files on disk do not name it.
+        std_doc = lsp.TextDocumentIdentifier(uri=(tmp_path / "std_user.pk").as_uri())
+        locs = await client.text_document_references_async(
+            lsp.ReferenceParams(
+                text_document=std_doc,
+                position=lsp.Position(line=4, character=20),
+                context=lsp.ReferenceContext(include_declaration=False),
+            )
+        )
+        assert located(locs) == {("std_user.pk", 4, 18, 26)}
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await client.stop()
+
+
+def test_lsp_references_across_files(tmp_path, monkeypatch) -> None:
+    if not pkc_path().exists():
+        pytest.skip(f"no pkc at {pkc_path()}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    asyncio.run(asyncio.wait_for(references_session(tmp_path), 120))
