@@ -23,7 +23,7 @@ fn kernel(file: &str, params: &[(&str, &str)]) -> CpuKernel {
         ..Default::default()
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let m = match pk_lang::compile_file(&path, &opts) {
+    let m = match pk_lang::Session::open(&path).and_then(|s| s.check(&opts)) {
         Ok(m) => m,
         Err(f) => panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)),
     };

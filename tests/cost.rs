@@ -14,7 +14,8 @@ fn cost_of(file: &str, params: &[(&str, &str)]) -> Cost {
             .collect(),
         ..Options::default()
     };
-    let m = pk_lang::compile_file(&common::root().join(file), &opts)
+    let m = pk_lang::Session::open(&common::root().join(file))
+        .and_then(|s| s.check(&opts))
         .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
     estimate(&m.kernels[0])
 }

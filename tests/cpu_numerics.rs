@@ -94,7 +94,8 @@ fn large_row_local_blocks_run_in_strips() {
             specialise: true,
             ..Default::default()
         };
-        let m = pk_lang::compile_file(&root().join("kernels/xent.pk"), &opts)
+        let m = pk_lang::Session::open(&root().join("kernels/xent.pk"))
+            .and_then(|s| s.check(&opts))
             .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
         let w = pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default())
             .expect("lowers");
@@ -165,7 +166,8 @@ fn a_lane_repeat_read_by_elementwise_ops_takes_no_temporary() {
             specialise: true,
             ..Default::default()
         };
-        let m = pk_lang::compile_file(&root().join("tests/cpu/lane_repeat_wide.pk"), &opts)
+        let m = pk_lang::Session::open(&root().join("tests/cpu/lane_repeat_wide.pk"))
+            .and_then(|s| s.check(&opts))
             .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
         pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default())
             .expect("lowers")
@@ -190,7 +192,8 @@ fn flash_reads_its_row_statistics_in_place() {
         specialise: true,
         ..Default::default()
     };
-    let m = pk_lang::compile_file(&root().join("kernels/flash.pk"), &opts)
+    let m = pk_lang::Session::open(&root().join("kernels/flash.pk"))
+        .and_then(|s| s.check(&opts))
         .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
     let w =
         pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers");

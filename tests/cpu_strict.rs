@@ -180,7 +180,9 @@ fn fuel_stops_runaway_loops() {
         specialise: true,
         ..Default::default()
     };
-    let m = pk_lang::compile_file(&f, &opts).expect("compiles");
+    let m = pk_lang::Session::open(&f)
+        .and_then(|s| s.check(&opts))
+        .expect("compiles");
     let w =
         pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers");
     let k = pk_runtime::cpu::CpuKernel::from_lowered(&w, true).expect("compiles");

@@ -47,7 +47,7 @@ fn ir_golden_files_verify_and_match() {
             specialise: true,
             ..Options::default()
         };
-        let m = match pk_lang::compile_file(&path, &opts) {
+        let m = match pk_lang::Session::open(&path).and_then(|s| s.check(&opts)) {
             Ok(m) => m,
             Err(f) => panic!(
                 "{} does not compile:\n{}",
@@ -90,7 +90,7 @@ fn kernels_and_std_check_clean_on_every_target() {
                 target: t,
                 ..Options::default()
             };
-            if let Err(fail) = pk_lang::compile_file(f, &opts) {
+            if let Err(fail) = pk_lang::Session::open(f).and_then(|s| s.check(&opts)) {
                 panic!(
                     "{} fails to check on {t}:\n{}",
                     rel(f),

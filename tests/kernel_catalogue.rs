@@ -4,7 +4,7 @@
 
 mod common;
 
-use pk_lang::{compile_file, Options};
+use pk_lang::Options;
 
 /// `(heading, section text)` of each `###` section of the catalogue.
 fn sections(text: &str) -> Vec<(String, String)> {
@@ -39,7 +39,8 @@ fn every_kernel_is_catalogued_with_its_parameters_and_a_usage_line() {
             specialise: true,
             ..Default::default()
         };
-        let m = compile_file(file, &opts)
+        let m = pk_lang::Session::open(file)
+            .and_then(|s| s.check(&opts))
             .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
         for k in &m.kernels {
             let Some((_, body)) = sections

@@ -7,8 +7,10 @@
 //! ```
 //!
 //! A [`Session`] holds one file's resolved program and checks its kernels
-//! per parameter set and per target; [`compile_source`] and
-//! [`compile_file`] are a session checked once.
+//! per parameter set and per target, and is the way in for every consumer
+//! (the CLI's commands, package builds, the tuner, the Python package, the
+//! language server); [`compile_source`] is a session of a text checked
+//! once.
 
 pub mod analysis;
 pub mod ast;
@@ -97,11 +99,6 @@ pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Modu
 /// from `files`, never from the disk; the standard library is this pk's.
 pub fn compile_embedded(files: &[(String, String)], opts: &Options) -> Result<ir::Module, Failure> {
     Session::embedded(files)?.check(opts)
-}
-
-/// Reads and compiles a `.pk` file: a [`Session`] of it, checked once.
-pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
-    Session::open(path)?.check(opts)
 }
 
 /// Reads a source file, reporting unreadable, binary and oversized files.

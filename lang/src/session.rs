@@ -145,6 +145,43 @@ impl Session {
         self.load();
     }
 
+    /// Changes the declaration of the root file's kernel `name` in place:
+    /// a program no text spells, such as a kernel batched over a new grid
+    /// axis. `edit` gets a copy and says whether to keep it; the session is
+    /// unchanged when it says no or there is no such kernel (the answer is
+    /// `false` then). Names inside a kernel are looked up when it is
+    /// checked, so nothing is resolved again and spans keep pointing into
+    /// the text as read. The change lasts until the next
+    /// [`Session::edit`], [`Session::set_module`] or [`Session::reload`],
+    /// which read the texts again.
+    pub fn edit_kernel(
+        &mut self,
+        name: &str,
+        edit: impl FnOnce(&mut ast::KernelDecl) -> bool,
+    ) -> bool {
+        let Some(root) = self.program.modules.first_mut() else {
+            return false;
+        };
+        let found = root
+            .ast
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(i, it)| match it {
+                ast::Item::Kernel(k) if k.name.name == name => Some((i, k.clone())),
+                _ => None,
+            });
+        let Some((i, mut decl)) = found else {
+            return false;
+        };
+        if !edit(&mut decl) {
+            return false;
+        }
+        // The parse cache keeps the text's own tree.
+        std::sync::Arc::make_mut(&mut root.ast).items[i] = ast::Item::Kernel(decl);
+        true
+    }
+
     fn load(&mut self) {
         let root = FileId(0);
         if self.sources.get(root).text.len() > MAX_SOURCE_BYTES {

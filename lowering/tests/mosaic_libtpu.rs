@@ -118,7 +118,9 @@ fn build(path: &Path, params: &[(&str, &str)], target: Target) -> Option<Vec<(St
             .collect(),
         ..Options::default()
     };
-    let module = pk_lang::compile_file(path, &opts).ok()?;
+    let module = pk_lang::Session::open(path)
+        .and_then(|s| s.check(&opts))
+        .ok()?;
     let built = module
         .kernels
         .iter()
@@ -1065,7 +1067,8 @@ fn vmem_cases(path: &Path, kernel: &str, fixed: &[(&str, &str)], target: Target)
         .iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
-    let m = pk_lang::compile_file(path, &kernel_options(kernel, target, &fixed, true))
+    let m = pk_lang::Session::open(path)
+        .and_then(|s| s.check(&kernel_options(kernel, target, &fixed, true)))
         .unwrap_or_else(|f| panic!("{kernel}: {}", f.render(pk_lang::diag::RenderStyle::Plain)));
     let axes: Vec<(String, Vec<i64>)> = m.kernels[0]
         .params
@@ -1080,8 +1083,9 @@ fn vmem_cases(path: &Path, kernel: &str, fixed: &[(&str, &str)], target: Target)
             params.push((name.clone(), c[rest % c.len()].to_string()));
             rest /= c.len();
         }
-        let module =
-            pk_lang::compile_file(path, &kernel_options(kernel, target, &params, true)).ok()?;
+        let module = pk_lang::Session::open(path)
+            .and_then(|s| s.check(&kernel_options(kernel, target, &params, true)))
+            .ok()?;
         let estimate = pk_lang::check::rules::vmem_estimate(&module.kernels[0], target);
         Some(VmemCase { params, estimate })
     };
@@ -1108,7 +1112,9 @@ fn vmem_case_module(
     target: Target,
     limit: u64,
 ) -> Option<String> {
-    if let Err(f) = pk_lang::compile_file(path, &kernel_options(kernel, target, &c.params, false)) {
+    if let Err(f) = pk_lang::Session::open(path)
+        .and_then(|s| s.check(&kernel_options(kernel, target, &c.params, false)))
+    {
         if f.diags
             .iter()
             .any(|d| d.is_error() && d.code.code != "PK0306")
@@ -1116,8 +1122,9 @@ fn vmem_case_module(
             return None;
         }
     }
-    let module =
-        pk_lang::compile_file(path, &kernel_options(kernel, target, &c.params, true)).ok()?;
+    let module = pk_lang::Session::open(path)
+        .and_then(|s| s.check(&kernel_options(kernel, target, &c.params, true)))
+        .ok()?;
     let k = &module.kernels[0];
     let lowered = mosaic::lower(&module, k, &mosaic::Options::default()).ok()?;
     let mut call = mosaic::custom_call(k, &lowered);
@@ -1233,11 +1240,9 @@ fn the_vmem_estimate_of_an_int8_matmul_counts_its_result_and_no_copies() {
     let mib = 1u64 << 20;
     let blocks = 2 * (2 * mib + mib / 2 + 8 * mib + mib / 8 + 8 * mib) + 16 * mib;
     for (target, fixed) in [(Target::V5p, 64 << 10), (Target::V6e, 0)] {
-        let m = pk_lang::compile_file(
-            &path,
-            &kernel_options("qmatmul_w8a8", target, &params, true),
-        )
-        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        let m = pk_lang::Session::open(&path)
+            .and_then(|s| s.check(&kernel_options("qmatmul_w8a8", target, &params, true)))
+            .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
         assert_eq!(
             pk_lang::check::rules::vmem_estimate(&m.kernels[0], target),
             blocks + 16 * mib + fixed,

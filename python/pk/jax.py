@@ -26,7 +26,7 @@ leading dimension with a squeezed block indexed by the new axis, and the
 result is one kernel call (on TPU, one custom call whose grid steps may be
 split across TensorCores). Where the kernel cannot be batched that way (a
 package, no grid, scalar prefetch, a batched operand that is a whole array
-or in HBM, or ``use`` of a sibling module), each batch element is one call,
+or in HBM), each batch element is one call,
 in sequence, through ``jax.lax.map`` (on TPU, a loop around the custom
 call).
 

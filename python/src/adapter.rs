@@ -13,7 +13,7 @@ use pk_lang::ir::{self, DType};
 use pk_lang::span::SourceMap;
 use pk_lang::Failure;
 use pk_lowering::wasm;
-use pk_runtime::bind::{self, ArgSig, OperandSig};
+use pk_runtime::bind::{self, ArgSig, OperandSig, Sessions};
 use pk_runtime::cpu::{CpuKernel, Error as CpuError, HostArray, RunOptions};
 use pk_runtime::package::build::{build_session, BuildOptions};
 use pk_runtime::package::{OperandRole, Package, PackageError};
@@ -83,7 +83,7 @@ pub struct Built {
 
 /// The source a kernel was built from, kept to build its batched form.
 pub struct Origin {
-    pub text: String,
+    pub session: Arc<pk_lang::Session>,
     pub targets: Vec<TpuTarget>,
     /// Where the parameters came from (see [`build_source`]).
     pub param_origins: Vec<(String, String)>,
@@ -101,6 +101,11 @@ pub fn all_targets() -> Vec<String> {
         .collect()
 }
 
+/// The sessions of the `.pk` files this process compiles: each file is
+/// read, parsed and resolved once for its parameter inference, its header
+/// and every specialisation built from it, and again only when it changes.
+static SESSIONS: std::sync::LazyLock<Sessions> = std::sync::LazyLock::new(Sessions::default);
+
 /// Builds kernel `kernel` of `path` (the only one when `None`) with
 /// `params`, checked for `targets`, as `pkc build` does. `param_origins`
 /// says in the caller's words where each parameter came from (`"from the
@@ -113,6 +118,19 @@ pub fn build_source(
     param_origins: &[(String, String)],
     targets: &[TpuTarget],
 ) -> Result<Built, Rendered> {
+    let session = SESSIONS.open(path).map_err(|f| Rendered::failure(&f))?;
+    build_session_of(session, kernel, params, param_origins, targets)
+}
+
+/// [`build_source`] of a session: one parse serves every target's check
+/// and the source the package carries.
+fn build_session_of(
+    session: Arc<pk_lang::Session>,
+    kernel: Option<&str>,
+    params: &[(String, String)],
+    param_origins: &[(String, String)],
+    targets: &[TpuTarget],
+) -> Result<Built, Rendered> {
     let opts = BuildOptions {
         targets: targets.to_vec(),
         params: params.to_vec(),
@@ -120,15 +138,7 @@ pub fn build_source(
         kernel: kernel.map(str::to_string),
         cpu_reference: true,
     };
-    // One read and parse serves every target's check and the source the
-    // package carries.
-    let session = pk_lang::Session::open(path).map_err(|f| Rendered::failure(&f))?;
     let built = build_session(&session, &opts).map_err(|f| Rendered::failure(&f))?;
-    let text = session
-        .sources()
-        .get(pk_lang::span::FileId(0))
-        .text
-        .to_string();
     let names: Vec<&str> = built
         .kernels
         .iter()
@@ -139,7 +149,7 @@ pub fn build_source(
         _ => {
             return Err(Rendered::plain(format!(
                 "error: `{}` defines several kernels ({}); pass kernel=NAME",
-                path.display(),
+                session.name(),
                 names.join(", ")
             )))
         }
@@ -184,7 +194,7 @@ pub fn build_source(
         cpu,
         no_cpu,
         origin: Some(Origin {
-            text,
+            session,
             targets: targets.to_vec(),
             param_origins: param_origins.to_vec(),
         }),
@@ -222,30 +232,16 @@ fn no_cpu_reference(kernel: &ir::Kernel, sources: &SourceMap, targets: &[TpuTarg
 }
 
 /// The kernel `b` batched over a leading grid axis of `size` steps (see
-/// `pk_runtime::bind::batched_source`), with a leading dimension on the
-/// inputs marked in `batched` and on every output. `None` when the kernel
-/// cannot be batched that way (a package, a kernel without a grid or with
-/// an unblocked batched operand) or the batched form does not build.
+/// `pk_runtime::bind::batched`), with a leading dimension on the inputs
+/// marked in `batched` and on every output: an edit of the kernel as its
+/// session parsed it. `None` when the kernel cannot be batched that way (a
+/// package, a kernel without a grid or with an unblocked batched operand)
+/// or the batched form does not build.
 pub fn batch(b: &Built, batched: &[bool], size: u64) -> Option<Built> {
     let origin = b.origin.as_ref()?;
-    let text = bind::batched_source(&origin.text, Some(&b.name), batched, size)?;
-    // The batched source is a file of its own in a directory of this
-    // process; the user's directories are never written.
-    static DIR: std::sync::OnceLock<Option<tempfile::TempDir>> = std::sync::OnceLock::new();
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = DIR
-        .get_or_init(|| {
-            tempfile::Builder::new()
-                .prefix("pk-batched-")
-                .tempdir()
-                .ok()
-        })
-        .as_ref()?;
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = dir.path().join(format!("{}-batched-{n}.pk", b.name));
-    std::fs::write(&path, &text).ok()?;
-    build_source(
-        &path,
+    let session = bind::batched(&origin.session, Some(&b.name), batched, size)?;
+    build_session_of(
+        Arc::new(session),
         Some(&b.name),
         &b.params,
         &origin.param_origins,
@@ -322,14 +318,18 @@ pub fn open_package(dir: &Path) -> Result<Built, Rendered> {
     })
 }
 
-/// The parameters the arrays of a call determine, added to `given`.
+/// The parameters the arrays of a call determine, added to `given`. A
+/// file that cannot be read is left to the build to report.
 pub fn infer_params(
     path: &Path,
     kernel: Option<&str>,
     given: &[(String, String)],
     args: &[ArgSig],
 ) -> Result<Vec<(String, String)>, Rendered> {
-    bind::infer_params(path, kernel, given, args).map_err(|f| Rendered::failure(&f))
+    let Ok(session) = SESSIONS.open(path) else {
+        return Ok(given.to_vec());
+    };
+    bind::infer_params(&session, kernel, given, args).map_err(|f| Rendered::failure(&f))
 }
 
 /// The operands of a call of a kernel, by name, from its header (see
@@ -339,7 +339,8 @@ pub fn header(
     kernel: Option<&str>,
     given: &[(String, String)],
 ) -> Option<bind::Header> {
-    bind::header(path, kernel, given)
+    let session = SESSIONS.open(path).ok()?;
+    bind::header(&session, kernel, given)
 }
 
 /// Checks a call's arrays against a specialised kernel's inputs.

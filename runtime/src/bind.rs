@@ -2,8 +2,10 @@
 //! through the `pk` Python package) needs to call a `.pk` kernel like a
 //! function, without the caller spelling out every size.
 //!
-//! [`infer_params`] reads the kernel's header (parsed only, not checked)
-//! and matches each input operand's declared type, `T[M, K]`, against the
+//! Each question takes a [`Session`] of the kernel's file, opened once
+//! ([`Sessions`] keeps one per path for a host that asks about the same
+//! file call after call). [`infer_params`] reads the kernel's header
+//! (resolved, not checked) and matches each input operand's declared type, `T[M, K]`, against the
 //! dtype and shape of the array passed for it. A dimension written as a bare
 //! integer parameter (`M`) that the caller did not set takes the array's
 //! extent; a dtype written as a dtype parameter (`T`) takes the array's
@@ -12,6 +14,8 @@
 //! specialised, by [`check_args`] against the compiled operand shapes.
 //! [`header`] names a call's arrays before any array exists, for a host
 //! that declares an operation's signature up front (a PyTorch custom op).
+//! [`batched`] is the session of a kernel batched over a leading grid axis
+//! (`jax.vmap`), an edit of the parsed kernel.
 //!
 //! Invariants:
 //! 1. Inference never overrides a parameter the caller set: a conflict is
@@ -20,14 +24,14 @@
 //! 3. Whatever the header says, the compiled kernel is the judge: every
 //!    argument is checked against it before the kernel runs.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use pk_lang::ast::{self, ExprKind, Item, ParamKind};
+use pk_lang::ast::{self, ExprKind, ParamKind};
 use pk_lang::diag::{Diag, Explanation};
 use pk_lang::span::{SourceMap, Span};
-use pk_lang::Failure;
+use pk_lang::{Failure, Session};
 
 /// The dtype (pk's spelling, `f32`) and shape of one array of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,20 +127,59 @@ fn explanation(code: &str) -> &'static Explanation {
 /// A value as it is passed to the compiler (`-p NAME=VALUE`).
 type Params = Vec<(String, String)>;
 
+/// The sessions of `.pk` files by path: each file is read, parsed and
+/// resolved once, and opened again only to see whether it changed (its
+/// text, or a module it uses), parsing only what did.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    open: Mutex<HashMap<PathBuf, Arc<Session>>>,
+}
+
+impl Sessions {
+    /// The session of `path` as the file is now. A file that cannot be read
+    /// is the failure (and is forgotten).
+    pub fn open(&self, path: &Path) -> Result<Arc<Session>, Failure> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let text = match pk_lang::read_source(path) {
+            Ok(t) => t,
+            Err(f) => {
+                open.remove(path);
+                return Err(f);
+            }
+        };
+        match open.get_mut(path) {
+            Some(s) => {
+                // Sessions handed out before stay as they were.
+                let s_mut = Arc::make_mut(s);
+                let root = pk_lang::span::FileId(0);
+                if s_mut.sources().get(root).text.as_ref() == pk_lang::files::strip_bom(&text) {
+                    s_mut.reload();
+                } else {
+                    s_mut.edit(&text);
+                }
+                Ok(s.clone())
+            }
+            None => {
+                let dir = path.parent().map(Path::to_path_buf);
+                let s = Arc::new(Session::from_text(&path.to_string_lossy(), &text, dir));
+                open.insert(path.to_path_buf(), s.clone());
+                Ok(s)
+            }
+        }
+    }
+}
+
 /// Adds to `given` the parameters that the arrays `args` determine for the
-/// kernel `kernel` of `path` (the file's only kernel when `None`). A file
-/// that does not parse, or names no such kernel, is returned unchanged: the
+/// kernel `kernel` of `session` (the file's only kernel when `None`). A
+/// file with errors, or without such a kernel, is returned unchanged: the
 /// compiler then reports it with its own diagnostics.
 pub fn infer_params(
-    path: &Path,
+    session: &Session,
     kernel: Option<&str>,
     given: &[(String, String)],
     args: &[ArgSig],
 ) -> Result<Params, Failure> {
-    let Some((module, sources)) = parse_file(path) else {
-        return Ok(given.to_vec());
-    };
-    let Some(decl) = select(&module, kernel) else {
+    let Some(decl) = select(session, kernel) else {
         return Ok(given.to_vec());
     };
     let mut b = Binder {
@@ -149,7 +192,7 @@ pub fn infer_params(
     if !b.diags.is_empty() {
         return Err(Failure {
             diags: b.diags,
-            sources: Arc::new(sources),
+            sources: Arc::new(session.sources().clone()),
         });
     }
     let mut out = given.to_vec();
@@ -177,14 +220,17 @@ pub struct Header {
     pub outputs: Vec<String>,
 }
 
-/// The header of kernel `kernel` of `path` (the file's only kernel when
+/// The header of kernel `kernel` of `session` (the file's only kernel when
 /// `None`) for the parameters `given`: a declaration whose `if COND` is
 /// false for them is left out, as [`infer_params`] leaves it out. `None`
-/// when the file cannot be read or parsed or names no such kernel; the
-/// compiler then reports why, with its own diagnostics.
-pub fn header(path: &Path, kernel: Option<&str>, given: &[(String, String)]) -> Option<Header> {
-    let (module, _) = parse_file(path)?;
-    let decl = select(&module, kernel)?;
+/// when the file has errors or no such kernel; the compiler then reports
+/// why, with its own diagnostics.
+pub fn header(
+    session: &Session,
+    kernel: Option<&str>,
+    given: &[(String, String)],
+) -> Option<Header> {
+    let decl = select(session, kernel)?;
     let b = Binder {
         decl,
         given: given.iter().cloned().collect(),
@@ -210,26 +256,13 @@ pub fn header(path: &Path, kernel: Option<&str>, given: &[(String, String)]) -> 
     })
 }
 
-/// The parsed module of `path` and its source map; `None` when the file
-/// cannot be read or has syntax errors.
-fn parse_file(path: &Path) -> Option<(ast::Module, SourceMap)> {
-    // Read as the compiler reads it: size checked, byte-order mark dropped.
-    let text = pk_lang::read_source(path).ok()?;
-    let mut sources = SourceMap::new();
-    let file = sources.add(path.to_string_lossy().to_string(), text.as_str());
-    let (module, diags) = pk_lang::parse::parse(file, &text);
-    if diags.iter().any(Diag::is_error) {
+/// Kernel `kernel` of the session's root file, or its only kernel when
+/// `None`; `None` too when parsing or resolving found an error.
+fn select<'s>(session: &'s Session, kernel: Option<&str>) -> Option<&'s ast::KernelDecl> {
+    if session.has_errors() || session.program().modules.is_empty() {
         return None;
     }
-    Some((module, sources))
-}
-
-/// Kernel `kernel` of `module`, or its only kernel when `None`.
-fn select<'m>(module: &'m ast::Module, kernel: Option<&str>) -> Option<&'m ast::KernelDecl> {
-    let mut kernels = module.items.iter().filter_map(|i| match i {
-        Item::Kernel(k) => Some(k),
-        _ => None,
-    });
+    let mut kernels = session.program().root_kernels().into_iter().map(|(_, k)| k);
     match kernel {
         Some(name) => kernels.find(|k| k.name.name == name),
         None => {
@@ -591,82 +624,105 @@ fn join(v: &[u64]) -> String {
         .join(", ")
 }
 
-/// The name of the grid axis [`batched_source`] adds.
+/// The name of the grid axis [`batched`] adds.
 pub const BATCH_AXIS: &str = "pk_batch";
 
-/// The source of a batched kernel: `kernel` of `text` (the file's only
+/// The session of a batched kernel: `kernel` of `session` (the file's only
 /// kernel when `None`) with a leading dimension of `batch` on the inputs
 /// marked in `batched` and on every output, each with a squeezed block
 /// (`_`) indexed by a new leading `parallel` grid axis, [`BATCH_AXIS`]. Each
 /// step of that axis is one unbatched call, as Pallas batches a kernel.
+/// The kernel is edited as parsed (see [`Session::edit_kernel`]): the
+/// source is neither rewritten nor parsed again, and diagnostics and
+/// locations point into the file as written.
 ///
-/// `None` when the kernel cannot be batched this way: it does not parse,
-/// has scalar-prefetch operands, no grid, or a batched operand that is not
-/// blocked (a whole array, or one left in HBM for DMA).
-pub fn batched_source(
-    text: &str,
+/// `None` when the kernel cannot be batched this way: the file has errors,
+/// or the kernel has scalar-prefetch operands, no grid, or a batched
+/// operand that is not blocked (a whole array, or one left in HBM for DMA).
+pub fn batched(
+    session: &Session,
     kernel: Option<&str>,
     batched: &[bool],
     batch: u64,
-) -> Option<String> {
-    let mut sources = SourceMap::new();
-    let file = sources.add("batched.pk", text);
-    let (module, diags) = pk_lang::parse::parse(file, text);
-    if diags.iter().any(Diag::is_error) {
-        return None;
-    }
-    let decl = select(&module, kernel)?;
+) -> Option<Session> {
+    let name = select(session, kernel)?.name.name.clone();
+    let mut out = session.clone();
+    out.edit_kernel(&name, |decl| batch_decl(decl, batched, batch).is_some())
+        .then_some(out)
+}
+
+/// Adds the batch to `decl` as [`batched`] describes; `None` (with `decl`
+/// half changed, to be dropped) when it cannot be batched.
+fn batch_decl(decl: &mut ast::KernelDecl, batched: &[bool], batch: u64) -> Option<()> {
     if decl.inputs.len() != batched.len() {
         return None;
     }
-    let mut edits: Vec<(usize, String)> = Vec::new();
     let mut grid = None;
-    for c in &decl.clauses {
+    for c in &mut decl.clauses {
         match c {
             ast::Clause::Prefetch(..) => return None,
-            ast::Clause::Grid(dims, _) => grid = dims.first(),
+            ast::Clause::Grid(dims, _) => grid = Some(dims),
             _ => {}
         }
     }
-    let first_axis = grid?;
-    edits.push((
-        first_axis.span.start as usize,
-        format!("{BATCH_AXIS} in {batch} parallel, "),
-    ));
-    let operands = decl
+    let dims = grid?;
+    // New nodes sit where the text would have them: an empty span at the
+    // start of the node they precede.
+    let at = |s: Span| Span { end: s.start, ..s };
+    let first_axis = at(dims.first()?.span);
+    let size = |span: Span| ast::Expr {
+        kind: ExprKind::Int(batch),
+        span,
+    };
+    dims.insert(
+        0,
+        ast::GridDim {
+            name: ast::Ident {
+                name: BATCH_AXIS.to_string(),
+                span: first_axis,
+            },
+            extent: size(first_axis),
+            bound: None,
+            semantics: ast::Semantics::Parallel,
+            span: first_axis,
+        },
+    );
+    let inputs = decl
         .inputs
-        .iter()
+        .iter_mut()
         .zip(batched)
         .filter(|(_, &b)| b)
-        .map(|(o, _)| o)
-        .chain(&decl.outputs);
-    for o in operands {
+        .map(|(o, _)| o);
+    for o in inputs.chain(&mut decl.outputs) {
         let ast::Placement::Block {
             dims, index_map, ..
-        } = &o.placement
+        } = &mut o.placement
         else {
             return None;
         };
-        let start = |e: &ast::BlockDim| match e {
-            ast::BlockDim::Squeezed(s) => s.start,
-            ast::BlockDim::Size(e) => e.span.start,
-        };
-        edits.push((o.dims.first()?.span.start as usize, format!("{batch}, ")));
-        edits.push((start(dims.first()?) as usize, "_, ".to_string()));
-        edits.push((
-            index_map.first()?.span.start as usize,
-            format!("{BATCH_AXIS}, "),
-        ));
+        let dim = at(o.dims.first()?.span);
+        o.dims.insert(0, size(dim));
+        let block = at(match dims.first()? {
+            ast::BlockDim::Squeezed(s) => *s,
+            ast::BlockDim::Size(e) => e.span,
+        });
+        dims.insert(0, ast::BlockDim::Squeezed(block));
+        let index = at(index_map.first()?.span);
+        index_map.insert(
+            0,
+            ast::Expr {
+                kind: ExprKind::Name(ast::Path {
+                    segments: vec![ast::Ident {
+                        name: BATCH_AXIS.to_string(),
+                        span: index,
+                    }],
+                    span: index,
+                }),
+                span: index,
+            },
+        );
     }
-    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-    let mut out = text.to_string();
-    for (at, s) in edits {
-        if at > out.len() || !out.is_char_boundary(at) {
-            return None;
-        }
-        out.insert_str(at, &s);
-    }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]
@@ -675,34 +731,112 @@ mod tests {
 
     const ADD: &str = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[M, N] block [bm, N] at (i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[M, N] block [bm, N] at (i, 0)\ngrid (i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
 
+    fn open(path: &Path) -> Session {
+        Session::open(path).expect("opens")
+    }
+
+    fn session(text: &str) -> Session {
+        Session::from_text("add.pk", text, None)
+    }
+
+    fn specialised() -> pk_lang::Options {
+        pk_lang::Options {
+            specialise: true,
+            ..Default::default()
+        }
+    }
+
+    /// The batched kernel is the kernel a person would write by hand with
+    /// the batch in its header: the same IR, the same operands.
     #[test]
     fn batching_adds_a_squeezed_leading_dimension_and_grid_axis() {
-        let got = batched_source(ADD, None, &[true, false], 3).expect("batchable");
-        let want = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0)\ngrid (pk_batch in 3 parallel, i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
-        assert_eq!(got, want);
-        // The batched source compiles, with the batch dimension in place.
-        let m = pk_lang::compile_source(
-            "b.pk",
-            &got,
-            &pk_lang::Options {
-                specialise: true,
-                ..Default::default()
-            },
-        )
-        .expect("the batched kernel compiles");
-        let k = &m.kernels[0];
+        let by_hand = "kernel add<M = 8, N = 128, bm = 8>(\n    x: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0),\n    y: f32[M, N] block [bm, N] at (i, 0),\n) -> z: f32[3, M, N] block [_, bm, N] at (pk_batch, i, 0)\ngrid (pk_batch in 3 parallel, i in M / bm parallel)\n{\n    z[..] = x[..] + y[..];\n}\n";
+        let want = session(by_hand).check(&specialised()).expect("by hand");
+        let s = session(ADD);
+        let b = batched(&s, None, &[true, false], 3).expect("batchable");
+        let got = b
+            .check(&specialised())
+            .expect("the batched kernel compiles");
+        assert_eq!(
+            pk_lang::ir::print::module(&got),
+            pk_lang::ir::print::module(&want)
+        );
+        let k = &got.kernels[0];
         let shape: Vec<u64> = k.operands[0].shape.iter().map(|d| d.get()).collect();
         assert_eq!(shape, [3, 8, 128]);
         assert_eq!(k.grid.len(), 2);
+        // Nothing was parsed again, and the session batched from is as
+        // it was.
+        assert_eq!(b.parses(), s.parses());
+        let plain = s.check(&specialised()).expect("unbatched");
+        assert_eq!(plain.kernels[0].grid.len(), 1);
+        // Locations point into the file as written: the body's ops are
+        // the unbatched kernel's, at the same places, and the store of `z`
+        // is on line 7 of `add.pk`.
+        let spans = &got.kernels[0].body.spans;
+        assert_eq!(spans, &plain.kernels[0].body.spans);
+        let last = spans.last().expect("a store");
+        assert_eq!(got.sources.get(last.file).name, "add.pk");
+        assert_eq!(got.sources.get(last.file).line_col(last.start).0, 7);
     }
 
     #[test]
     fn kernels_without_grid_or_with_whole_batched_operands_are_not_batched() {
-        let whole = ADD.replace("x: f32[M, N] block [bm, N] at (i, 0)", "x: f32[M, N]");
-        assert!(batched_source(&whole, None, &[true, true], 2).is_none());
-        assert!(batched_source(&whole, None, &[false, true], 2).is_some());
-        assert!(batched_source(ADD, None, &[true], 2).is_none(), "arity");
-        assert!(batched_source(ADD, Some("other"), &[true, true], 2).is_none());
+        let whole = session(&ADD.replace("x: f32[M, N] block [bm, N] at (i, 0)", "x: f32[M, N]"));
+        assert!(batched(&whole, None, &[true, true], 2).is_none());
+        assert!(batched(&whole, None, &[false, true], 2).is_some());
+        let add = session(ADD);
+        assert!(batched(&add, None, &[true], 2).is_none(), "arity");
+        assert!(batched(&add, Some("other"), &[true, true], 2).is_none());
+    }
+
+    /// A kernel that calls a function of a sibling module batches too: the
+    /// batched kernel is checked in the session that resolved the `use`.
+    #[test]
+    fn a_kernel_using_a_sibling_module_is_batched() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("lib.pk"), "fn twice(x) {\n    x + x\n}\n").unwrap();
+        let main = ADD
+            .replace(
+                "z[..] = x[..] + y[..];",
+                "z[..] = lib::twice(x[..]) + y[..];",
+            )
+            .replacen("kernel", "use lib;\n\nkernel", 1);
+        std::fs::write(dir.path().join("add.pk"), main).unwrap();
+        let s = open(&dir.path().join("add.pk"));
+        let b = batched(&s, None, &[true, true], 2).expect("batchable");
+        let m = b
+            .check(&specialised())
+            .expect("the batched kernel compiles");
+        let shape: Vec<u64> = m.kernels[0].operands[2]
+            .shape
+            .iter()
+            .map(|d| d.get())
+            .collect();
+        assert_eq!(shape, [2, 8, 128]);
+    }
+
+    /// A file opened again is not parsed again until it changes.
+    #[test]
+    fn sessions_parse_a_file_again_only_when_it_changed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("add.pk");
+        std::fs::write(&path, ADD).expect("source");
+        let sessions = Sessions::default();
+        let first = sessions.open(&path).expect("opens");
+        let again = sessions.open(&path).expect("opens");
+        assert_eq!(again.parses(), first.parses());
+        assert_eq!(again.resolves(), first.resolves());
+        std::fs::write(&path, ADD.replace("M = 8", "M = 16")).expect("source");
+        let edited = sessions.open(&path).expect("opens");
+        assert_eq!(edited.parses(), first.parses() + 1);
+        let m = edited.check(&specialised()).expect("compiles");
+        assert_eq!(m.kernels[0].operands[0].shape[0].get(), 16);
+        // What was handed out before stays as it was.
+        let m = first.check(&specialised()).expect("compiles");
+        assert_eq!(m.kernels[0].operands[0].shape[0].get(), 8);
+        std::fs::remove_file(&path).expect("removed");
+        assert!(sessions.open(&path).is_err());
     }
 
     /// Scalar-prefetch operands come first in a call, as in the compiled
@@ -720,7 +854,7 @@ mod tests {
             dtype: "f32".to_string(),
             shape: vec![24, 256],
         };
-        let got = infer_params(&path, None, &[], &[x]).expect("binds");
+        let got = infer_params(&open(&path), None, &[], &[x]).expect("binds");
         assert_eq!(
             got,
             [
@@ -741,7 +875,7 @@ mod tests {
             shape: shape.to_vec(),
         };
         let got = infer_params(
-            &path,
+            &open(&path),
             None,
             &[],
             &[sig("i32", &[3]), sig("f32", &[64, 128])],
@@ -755,7 +889,8 @@ mod tests {
             ]
         );
         // The input alone is one array short.
-        let e = infer_params(&path, None, &[], &[sig("f32", &[64, 128])]).expect_err("count");
+        let e =
+            infer_params(&open(&path), None, &[], &[sig("f32", &[64, 128])]).expect_err("count");
         assert!(
             e.diags[0]
                 .message
@@ -774,21 +909,21 @@ mod tests {
         let path = dir.path().join("acc.pk");
         std::fs::write(&path, src).unwrap();
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let h = header(&path, Some("acc"), &[]).expect("acc");
+        let h = header(&open(&path), Some("acc"), &[]).expect("acc");
         assert_eq!(h.kernel, "acc");
         assert_eq!(h.params, names(&["M", "ACC"]));
         assert_eq!(h.inputs, names(&["n", "x"]));
         assert_eq!(h.outputs, names(&["y", "s"]));
         let on = [("ACC".to_string(), "true".to_string())];
-        let h = header(&path, Some("acc"), &on).expect("acc");
+        let h = header(&open(&path), Some("acc"), &on).expect("acc");
         assert_eq!(
             (h.inputs, h.outputs),
             (names(&["n", "x", "prev"]), names(&["y"]))
         );
         // Two kernels and no choice, or a name the file lacks: the
         // compiler is left to say so.
-        assert!(header(&path, None, &[]).is_none());
-        assert!(header(&path, Some("missing"), &[]).is_none());
+        assert!(header(&open(&path), None, &[]).is_none());
+        assert!(header(&open(&path), Some("missing"), &[]).is_none());
     }
 
     /// An operand written `if COND` takes an array only where its condition
@@ -804,10 +939,13 @@ mod tests {
             shape: vec![16, 128],
         };
         let two = [a.clone(), a.clone()];
-        let got = infer_params(&path, None, &[], &two).expect("x and other");
+        let got = infer_params(&open(&path), None, &[], &two).expect("x and other");
         assert_eq!(got, vec![("M".to_string(), "16".to_string())]);
         let on = [("ACC".to_string(), "true".to_string())];
-        assert!(infer_params(&path, None, &on, &two).is_ok(), "x and prev");
-        assert!(infer_params(&path, None, &on, &[a.clone(), a.clone(), a]).is_err());
+        assert!(
+            infer_params(&open(&path), None, &on, &two).is_ok(),
+            "x and prev"
+        );
+        assert!(infer_params(&open(&path), None, &on, &[a.clone(), a.clone(), a]).is_err());
     }
 }

@@ -12,7 +12,8 @@ fn build(file: &str, params: &[(&str, &str)]) -> CpuKernel {
         specialise: true,
         ..Default::default()
     };
-    let m = pk_lang::compile_file(&path, &opts)
+    let m = pk_lang::Session::open(&path)
+        .and_then(|s| s.check(&opts))
         .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
     let w = pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).unwrap();
     CpuKernel::from_lowered(&w, false).unwrap()

@@ -139,14 +139,14 @@ fn a_kernel_using_40_mib_of_vmem_compiles_without_a_vmem_limit() {
     }
     // libtpu's default limit is what the explicit one avoids: without it
     // the same module runs out of scoped VMEM.
-    let module = pk_lang::compile_file(
-        &path,
-        &pk_lang::Options {
-            specialise: true,
-            ..Default::default()
-        },
-    )
-    .expect("compile");
+    let module = pk_lang::Session::open(&path)
+        .and_then(|s| {
+            s.check(&pk_lang::Options {
+                specialise: true,
+                ..Default::default()
+            })
+        })
+        .expect("compile");
     let lowered =
         mosaic::lower(&module, &module.kernels[0], &mosaic::Options::default()).expect("lower");
     let mut call = mosaic::custom_call(&module.kernels[0], &lowered);
@@ -166,14 +166,14 @@ fn a_kernel_using_40_mib_of_vmem_compiles_without_a_vmem_limit() {
 fn a_libtpu_rejection_is_a_diagnostic_at_the_pk_line() {
     let Some(plugin) = plugin() else { return };
     let (k, built) = build_one(&kernels_dir().join("add.pk"), &[TpuTarget::V5e]);
-    let module = pk_lang::compile_file(
-        &kernels_dir().join("add.pk"),
-        &pk_lang::Options {
-            specialise: true,
-            ..Default::default()
-        },
-    )
-    .expect("compile");
+    let module = pk_lang::Session::open(&kernels_dir().join("add.pk"))
+        .and_then(|s| {
+            s.check(&pk_lang::Options {
+                specialise: true,
+                ..Default::default()
+            })
+        })
+        .expect("compile");
     let mut lowered =
         mosaic::lower(&module, &module.kernels[0], &mosaic::Options::default()).expect("lower");
     // An integer add of float vectors: valid MLIR syntax that Mosaic's

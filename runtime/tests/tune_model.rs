@@ -4,7 +4,7 @@
 //! (the cache's keys and files are in tune_cache.rs).
 
 use pk_lang::ir::{DType, Kernel};
-use pk_lang::{compile_file, Options, Target};
+use pk_lang::{Options, Target};
 use pk_runtime::pjrt::TpuTarget;
 use pk_runtime::tune::model::{predict, Generation};
 use pk_runtime::tune::search::successive_halving;
@@ -30,7 +30,8 @@ fn matmul(target: Target, params: &[(&str, i64)], dtype: &str) -> Option<Kernel>
         specialise: true,
         ..Options::default()
     };
-    compile_file(&matmul_path(), &opts)
+    pk_lang::Session::open(&matmul_path())
+        .and_then(|s| s.check(&opts))
         .ok()
         .map(|m| m.kernels.into_iter().next().expect("one kernel"))
 }

@@ -518,8 +518,8 @@ pub fn run_on_mesh(
 }
 
 /// `pkc emit wat`: the WebAssembly text of each kernel of a file.
-pub fn emit_wat(file: &Path, k: &KernelArgs) -> u8 {
-    let module = match pk_lang::compile_file(file, &k.options(true)) {
+pub fn emit_wat(session: &pk_lang::Session, k: &KernelArgs) -> u8 {
+    let module = match session.check(&k.options(true)) {
         Ok(m) => m,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };

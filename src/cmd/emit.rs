@@ -80,24 +80,36 @@ pub fn run(a: Args) -> u8 {
             println!("{m:#?}");
             EXIT_OK
         }
-        Form::Ir => match pk_lang::compile_file(&a.file, &a.kernel.options(true)) {
-            Ok(m) => {
-                print!("{}", pk_lang::ir::print::module(&m));
-                EXIT_OK
+        Form::Ir | Form::Mosaic | Form::Stablehlo | Form::Wat => {
+            // The text already read is the session's: one read, one parse.
+            let name = a.file.to_string_lossy();
+            let session =
+                pk_lang::Session::from_text(&name, &text, a.file.parent().map(Path::to_path_buf));
+            match a.form {
+                Form::Ir => emit_ir(&session, &a.kernel),
+                Form::Mosaic => emit_mosaic(&session, &a.kernel),
+                Form::Stablehlo => emit_stablehlo(&session, &a.kernel),
+                _ => super::cpu::emit_wat(&session, &a.kernel),
             }
-            Err(f) => {
-                report(&f);
-                EXIT_ERRORS
-            }
-        },
-        Form::Mosaic => emit_mosaic(&a),
-        Form::Stablehlo => emit_stablehlo(&a),
-        Form::Wat => super::cpu::emit_wat(&a.file, &a.kernel),
+        }
     }
 }
 
-fn emit_mosaic(a: &Args) -> u8 {
-    let module = match pk_lang::compile_file(&a.file, &a.kernel.options(true)) {
+fn emit_ir(session: &pk_lang::Session, k: &KernelArgs) -> u8 {
+    match session.check(&k.options(true)) {
+        Ok(m) => {
+            print!("{}", pk_lang::ir::print::module(&m));
+            EXIT_OK
+        }
+        Err(f) => {
+            report(&f);
+            EXIT_ERRORS
+        }
+    }
+}
+
+fn emit_mosaic(session: &pk_lang::Session, k: &KernelArgs) -> u8 {
+    let module = match session.check(&k.options(true)) {
         Ok(m) => m,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
@@ -119,8 +131,8 @@ fn emit_mosaic(a: &Args) -> u8 {
     EXIT_OK
 }
 
-fn emit_stablehlo(a: &Args) -> u8 {
-    match build_stablehlo(&a.file, &a.kernel) {
+fn emit_stablehlo(session: &pk_lang::Session, k: &KernelArgs) -> u8 {
+    match build_stablehlo_of(session, k) {
         Ok((_, b)) => {
             let texts: Vec<(String, String)> = b
                 .kernels

@@ -13,7 +13,11 @@
 //! document's current version; one that arrives before it is ready waits
 //! in `pending` (where `$/cancelRequest` finds it) and is answered when the
 //! analysis arrives. An analysis of a version that was edited meanwhile is
-//! dropped: its answers would point at the wrong text.
+//! dropped: its answers would point at the wrong text. Find-references
+//! of a module item also reads the other open documents' analyses and
+//! searches the workspace's `.pk` files on disk: parsed and resolved, not
+//! checked, a file whose text lacks the name not even parsed, and at most
+//! a bounded number of files.
 
 mod convert;
 mod handlers;
@@ -428,13 +432,38 @@ impl Server<'_> {
     fn answer(&self, req: Request, a: &Analysis) {
         let id = req.id.clone();
         // A bug in a handler must cost one answer, not the session.
-        let out =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::handle(req, a)));
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if req.method == <lsp::request::References as lsp::request::Request>::METHOD {
+                handlers::references_everywhere(&req, a, &self.elsewhere(&req))
+            } else {
+                handlers::handle(req, a)
+            }
+        }));
         match out {
             Ok(Ok(v)) => self.reply(id, v),
             Ok(Err(m)) => self.reply_error(id, ErrorCode::MethodNotFound, &m),
             Err(_) => self.reply_error(id, ErrorCode::InternalError, "internal error in pkc lsp"),
         }
+    }
+
+    /// The other open documents' analyses and the directory searched for
+    /// the `.pk` files of the workspace of `req`'s document: the one with
+    /// its `pk.toml`, or its own.
+    fn elsewhere(&self, req: &Request) -> handlers::Elsewhere {
+        let uri = convert::request_uri(req);
+        let open = self
+            .docs
+            .iter()
+            .filter(|(u, _)| Some(*u) != uri.as_ref())
+            .filter_map(|(u, d)| Some((u.clone(), d.analysis.clone()?)))
+            .collect();
+        let dir = uri.as_ref().and_then(|u| convert::file_of(u).1);
+        let root = dir.map(|dir| {
+            let toml = self.workspaces.get(&dir).and_then(|w| w.path.clone());
+            toml.and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+                .unwrap_or(dir)
+        });
+        handlers::Elsewhere { open, root }
     }
 
     fn reply(&self, id: RequestId, v: serde_json::Value) {

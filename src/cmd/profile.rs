@@ -241,7 +241,8 @@ pub fn run(a: Args) -> u8 {
         ..Default::default()
     };
     let started = std::time::Instant::now();
-    let built = match build::build_file(&a.file, &opts) {
+    let built = match pk_lang::Session::open(&a.file).and_then(|s| build::build_session(&s, &opts))
+    {
         Ok(b) => b,
         Err(f) => return super::common::report(&f),
     };

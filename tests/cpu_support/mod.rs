@@ -30,7 +30,9 @@ pub fn lower(file: &str) -> pk_lowering::wasm::WasmKernel {
         specialise: true,
         ..Default::default()
     };
-    let m = pk_lang::compile_file(&root().join(file), &opts).expect("compiles");
+    let m = pk_lang::Session::open(&root().join(file))
+        .and_then(|s| s.check(&opts))
+        .expect("compiles");
     pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers")
 }
 
@@ -60,7 +62,8 @@ pub fn try_build_kernel(
         specialise: true,
         ..Default::default()
     };
-    let m = pk_lang::compile_file(file, &opts)
+    let m = pk_lang::Session::open(file)
+        .and_then(|s| s.check(&opts))
         .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
     let w = pk_lowering::wasm::lower(
         &m.kernels[0],

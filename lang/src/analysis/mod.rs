@@ -15,6 +15,7 @@
 //! 2. Recording types does not change a diagnostic: the diagnostics here
 //!    are the ones `pkc check` reports for the same target and parameters.
 
+pub mod across;
 pub mod complete;
 pub mod index;
 pub mod workspace;

@@ -49,13 +49,15 @@ pub fn compile(path: &Path, params: &[(&str, &str)]) -> ir::Module {
             .collect(),
         ..Options::default()
     };
-    pk_lang::compile_file(path, &opts).unwrap_or_else(|f| {
-        panic!(
-            "{} does not compile:\n{}",
-            path.display(),
-            f.render(pk_lang::diag::RenderStyle::Plain)
-        )
-    })
+    pk_lang::Session::open(path)
+        .and_then(|s| s.check(&opts))
+        .unwrap_or_else(|f| {
+            panic!(
+                "{} does not compile:\n{}",
+                path.display(),
+                f.render(pk_lang::diag::RenderStyle::Plain)
+            )
+        })
 }
 
 /// Lowers every kernel of a compiled module.

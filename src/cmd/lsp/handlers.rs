@@ -6,9 +6,12 @@ use lsp_server::Request;
 use lsp_types as lsp;
 use pk_lang::analysis::complete::{ItemKind, TokenClass};
 use pk_lang::analysis::index::DefKind;
-use pk_lang::analysis::Analysis;
+use pk_lang::analysis::{across, Analysis};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Answers `req` from `a`; `Err` for a request the server does not know.
 pub fn handle(req: Request, a: &Analysis) -> Result<Value, String> {
@@ -69,6 +72,71 @@ fn references(p: lsp::ReferenceParams, a: &Analysis) -> Vec<lsp::Location> {
         .into_iter()
         .filter_map(|s| convert::location(a, s, &uri))
         .collect()
+}
+
+/// At most this many `.pk` files on disk are searched for references: a
+/// bound on the time one request takes in a large tree.
+const MAX_FILES_SEARCHED: usize = 2000;
+
+/// Where else a module item may be named than the document asked about.
+pub struct Elsewhere {
+    /// The other open documents with an analysis.
+    pub open: Vec<(lsp::Uri, Arc<Analysis>)>,
+    /// The directory whose `.pk` files are searched on disk (the
+    /// workspace's, or the document's): files open in the editor are
+    /// searched in their editor's text instead.
+    pub root: Option<PathBuf>,
+}
+
+/// `textDocument/references` across files: the uses in the document and,
+/// for a module item (a function, constant or kernel, of this file, a
+/// `use`d module or `std`), its uses in the other open documents and in
+/// the `.pk` files under [`Elsewhere::root`].
+pub fn references_everywhere(req: &Request, a: &Analysis, e: &Elsewhere) -> Result<Value, String> {
+    let p: lsp::ReferenceParams = params(req)?;
+    let uri = p.text_document_position.text_document.uri.clone();
+    let o = at(a, p.text_document_position.position);
+    let mut out = references(p, a);
+    let Some(key) = a.item_at(o) else {
+        return Ok(to(out));
+    };
+    let mut push = |l: lsp::Location| {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    };
+    let mut open_paths: HashSet<String> = HashSet::new();
+    for u in std::iter::once(&uri).chain(e.open.iter().map(|(u, _)| u)) {
+        if let Some(p) = convert::path_of(u) {
+            open_paths.insert(across::file_key(&p.to_string_lossy()));
+        }
+    }
+    for (u, b) in &e.open {
+        for s in b.uses_of_item(&key) {
+            if let Some(l) = convert::location(b, s, u) {
+                push(l);
+            }
+        }
+    }
+    let Some(root) = &e.root else {
+        return Ok(to(out));
+    };
+    for f in across::pk_files(root, MAX_FILES_SEARCHED) {
+        if open_paths.contains(&across::file_key(&f.to_string_lossy())) {
+            continue;
+        }
+        let Some((sources, spans)) = across::uses_in_file(&f, &key) else {
+            continue;
+        };
+        let Some(file_uri) = convert::uri_of(&f) else {
+            continue;
+        };
+        for s in spans {
+            let text = &sources.get(s.file).text;
+            push(lsp::Location::new(file_uri.clone(), range(text, s)));
+        }
+    }
+    Ok(to(out))
 }
 
 #[allow(deprecated)] // `DocumentSymbol::deprecated` must still be set.
