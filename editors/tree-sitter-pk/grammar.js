@@ -148,6 +148,7 @@ module.exports = grammar({
       'at',
       $.index_map,
       optional(seq('in', $.memory_space)),
+      optional(seq('buffered', '(', field('buffers', $._expression), ')')),
     ),
     index_map: $ => seq('(', commaSep($._expression), ')'),
     squeezed: _ => '_',

@@ -266,6 +266,9 @@ pub enum Placement {
         dims: Vec<BlockDim>,
         index_map: Vec<Expr>,
         space: Option<(MemSpace, Span)>,
+        /// `buffered(n)`: how many buffers the pipeline keeps for the block
+        /// (Pallas's `pipeline_mode=pl.Buffered(n)`); two when absent.
+        buffers: Option<Expr>,
         span: Span,
     },
     /// The whole array, in one memory space, for the whole grid.

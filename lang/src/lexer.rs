@@ -160,6 +160,8 @@ pub enum Tok {
     At,
     #[token("aliases")]
     Aliases,
+    #[token("buffered")]
+    Buffered,
     #[token("parallel")]
     Parallel,
     #[token("arbitrary")]
@@ -317,6 +319,7 @@ impl Tok {
             Tok::Block => "block",
             Tok::At => "at",
             Tok::Aliases => "aliases",
+            Tok::Buffered => "buffered",
             Tok::Parallel => "parallel",
             Tok::Arbitrary => "arbitrary",
             Tok::Vmem => "vmem",

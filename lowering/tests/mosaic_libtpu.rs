@@ -1245,3 +1245,81 @@ fn the_vmem_estimate_of_an_int8_matmul_counts_its_result_and_no_copies() {
         );
     }
 }
+
+/// A linear layer whose f32 weight (`[2048, 1024]`, 8 MiB) stays resident
+/// while f32 rows stream through: with `buffered(nw)` at 1 its blocks take
+/// 8 + 2 x 2 + 2 x 1 = 14 MiB, at 2 they take 22 MiB, against a scoped
+/// limit of 16 MiB.
+fn resident_weight_kernel(nw: u32) -> String {
+    format!(
+        "kernel resident<nw = {nw}>(
+    x: f32[1024, 2048] block [256, 2048] at (i, 0),
+    w: f32[2048, 1024] block [2048, 1024] at (0, 0) buffered(nw),
+) -> y: f32[1024, 1024] block [256, 1024] at (i, 0)
+grid (i in 4 parallel)
+vmem_limit 16 * 1024 * 1024
+{{
+    y[..] = dot(x[..], w[..]);
+}}
+"
+    )
+}
+
+/// libtpu keeps one buffer for a block whose window params say
+/// `#tpu.pipeline_mode<synchronous>`, on every generation: the kernel with
+/// a single-buffered 8 MiB weight compiles within 16 MiB of scoped VMEM,
+/// and the same kernel with two buffers is refused for VMEM by libtpu and
+/// by the checker (PK0306). So the budget the checker counts for
+/// `buffered(1)` is the one libtpu allocates.
+#[test]
+fn libtpu_single_buffers_a_block_marked_buffered_1_on_every_generation() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let compile = |src: &str, target: Target| -> (Option<Vec<&'static str>>, Result<(), String>) {
+        let checked = Options {
+            target,
+            specialise: true,
+            ..Options::default()
+        };
+        let codes = pk_lang::compile_source("k.pk", src, &checked)
+            .err()
+            .map(|f| f.diags.iter().map(|d| d.code.code).collect());
+        let opts = Options {
+            skip_tpu_rules: true,
+            ..checked
+        };
+        let module = pk_lang::compile_source("k.pk", src, &opts).expect("checks without TPU rules");
+        let k = &module.kernels[0];
+        let lowered = mosaic::lower(&module, k, &mosaic::Options::default()).expect("lowers");
+        let mut call = mosaic::custom_call(k, &lowered);
+        call.vmem_limit_bytes = Some(16 << 20);
+        let hlo = stablehlo::custom_call_module(&call).expect("wraps");
+        (
+            codes,
+            plugin
+                .compile(tpu_target(target), &hlo)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        )
+    };
+    let one = resident_weight_kernel(1);
+    let two = resident_weight_kernel(2);
+    let mut failures = Vec::new();
+    for target in Target::ALL {
+        match compile(&one, target) {
+            (None, Ok(())) => {}
+            (codes, r) => failures.push(format!(
+                "{target}, one buffer: checker {codes:?}, libtpu {:?}",
+                r.err()
+            )),
+        }
+        match compile(&two, target) {
+            (Some(codes), Err(e)) if codes == ["PK0306"] && libtpu_vmem_used(&e).is_some() => {}
+            (codes, r) => failures.push(format!(
+                "{target}, two buffers: checker {codes:?}, libtpu {:?}",
+                r.err()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

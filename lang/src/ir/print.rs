@@ -94,7 +94,13 @@ pub fn kernel(k: &Kernel) -> String {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                let _ = writeln!(out, " block [{dims}]");
+                // Two buffers is the default and prints nothing, so the IR
+                // of kernels without `buffered(..)` reads as it always has.
+                let buffers = match &b.buffers {
+                    Dim::Known(2) => String::new(),
+                    n => format!(" buffered({n})"),
+                };
+                let _ = writeln!(out, " block [{dims}]{buffers}");
                 func(&mut out, &b.index_map, k, "index_map", 4);
             }
         }
