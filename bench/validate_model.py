@@ -5,8 +5,10 @@ measurements (bench/published/*.json, every number with its source).
 For each published case (a kernel, a shape, a TPU generation, and the
 measured time of several block-size configurations) the script asks
 `pkc tune --eval model --no-aot --json` (the roofline model; with
-`--eval schedule`, `pkc tune --eval schedule --json`, which compiles every
-configuration with libtpu and reads its schedule) for the model's
+`--eval schedule`, `pkc tune --eval schedule --json`, which compiles the
+configurations the roofline model cannot rule out (`--screen`) with libtpu
+and reads their schedules; one it screened out ranks after every compiled
+one, as in `pkc tune`'s ranking) for the model's
 prediction of every configuration of the space, takes the model's best among the configurations
 that were measured, and counts a hit when that configuration is the measured
 best or within 10% of its time. It prints, per source, how many cases hit,
@@ -32,7 +34,9 @@ generation (`TPU v6` is v6e; `TPU v5` is the name of v5e's devices, and
 is scored as v5e), `--keys` keys evenly spread over the sorted table, each
 a shape of `bench/ragged_paged_attention_jax.pk` (JAX's algorithm step for
 step) and of the library's `kernels/ragged_paged_attention.pk` beside it,
-with `bq` fixed to the published value and `ppb` ranked by the model over
+with `bq` fixed to the published value (under `--eval schedule` with
+`--screen none`: the ratios need the model's time of the published pick,
+so every candidate is compiled) and `ppb` ranked by the model over
 the kernel's candidates up to the pages per sequence (the bench kernel's
 powers of two and the pages per sequence itself, which is what JAX runs
 for a table value past it; the library's powers of two up to 16), on one
@@ -117,9 +121,13 @@ def _predictions(pkc, cache, kernel, shape, target):
     report = json.loads(out.stdout.splitlines()[0])
     pred = {}
     for p in report["points"]:
+        key = tuple(sorted((n, int(v)) for n, v in p["params"].items()))
         if p["status"] == "ranked":
-            key = tuple(sorted((n, int(v)) for n, v in p["params"].items()))
             pred[key] = p["seconds"]
+        elif p["status"] == "screened":
+            # Not compiled under `--screen`: ranked after every compiled
+            # configuration, as `pkc tune` ranks it.
+            pred[key] = float("inf")
     best = report["best"][0]
     return pred, {n: int(v) for n, v in best["params"].items()}
 
@@ -162,6 +170,10 @@ def validate(pkc, path):
                       f"model picks {show(pick[0])}, measured best {show(best[0])}: "
                       f"{'hit' if hit else 'MISS'}")
                 for key, p, s in rows:
+                    if p == float("inf"):
+                        print(f"     {show(key):<24} not compiled (--screen)  "
+                              f"measured {s * 1e3:9.4f} ms")
+                        continue
                     print(f"     {show(key):<24} predicted {p * 1e3:9.4f} ms  "
                           f"measured {s * 1e3:9.4f} ms  measured/predicted {s / p:6.2f}")
                 print(f"     (the model's best over its whole space: "
@@ -294,6 +306,10 @@ def rpa_predict(pkc, cache, kernel, params, inputs, target):
             "-t", target, "--tuned-cache", cache, "--force"]
     if EVAL == "model":
         args.append("--no-aot")
+    else:
+        # The ratios need the schedule model's time of the published pick
+        # too: every candidate is compiled.
+        args += ["--screen", "none"]
     for name, value in sorted(params.items()):
         args += ["-p", f"{name}={value}"]
     for name, path in sorted(inputs.items()):

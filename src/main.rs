@@ -43,6 +43,9 @@ enum Command {
     /// Lay .pk files out in pk's canonical layout (in place), or check that
     /// they are with --check.
     Fmt(cmd::fmt::Args),
+    /// The language server, over stdin/stdout: diagnostics, hover, go to
+    /// definition and more for editors (README, "Editor").
+    Lsp(cmd::lsp::Args),
     /// Explain a diagnostic code, e.g. `pkc explain PK0301`.
     Explain(cmd::explain::Args),
     /// Run a kernel on the CPU reference, or on this host's TPU with
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
         Command::Emit(a) => cmd::emit::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Fmt(a) => cmd::fmt::run(a),
+        Command::Lsp(a) => cmd::lsp::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Test(a) => cmd::test::run(a),
         Command::Bench(a) => cmd::bench::run(a),

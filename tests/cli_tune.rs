@@ -521,6 +521,29 @@ fn tune_reports_its_errors_with_codes_and_exit_codes() {
     ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("PK6003"), "{}", stderr(&o));
+    // --screen chooses what --eval schedule compiles: a usage error with
+    // another evaluator, and a factor below 1 is refused by the parser.
+    let o = pkc_cached(
+        cache.path(),
+        &[
+            "tune",
+            "kernels/matmul.pk",
+            "--no-aot",
+            "--eval",
+            "model",
+            "--screen",
+            "2",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("PK4002"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--screen"), "{}", stderr(&o));
+    let o = pkc_cached(
+        cache.path(),
+        &["tune", "kernels/matmul.pk", "--screen", "0.5"],
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("at least 1"), "{}", stderr(&o));
     // --tuned applies to sources: a package holds one specialisation.
     let o = pkc(&["run", "--tuned", "tests/data"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));

@@ -513,6 +513,8 @@ fn the_model_counts_the_key_blocks_and_rounds_of_jax_ragged_attention() {
             "bench/ragged_paged_attention_jax.pk",
             "--eval",
             "schedule",
+            "--screen",
+            "none",
             "--json",
         ];
         args.extend(shape);

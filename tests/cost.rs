@@ -29,7 +29,8 @@ fn add_moves_every_block_once() {
         Cost {
             flops: 1024 * 1024,
             transcendentals: 0,
-            bytes_accessed: 3 * 4 * 1024 * 1024
+            bytes_accessed: 3 * 4 * 1024 * 1024,
+            remote_bytes: 0,
         }
     );
 }
@@ -78,4 +79,48 @@ fn specialisation_changes_the_counts() {
         c.bytes_accessed,
         8 * 256 * 512 * 4 + 8 * 512 * 256 * 4 + 2 * 256 * 256 * 4
     );
+}
+
+fn cost_of_text(text: &str, params: &[(&str, &str)]) -> Cost {
+    let opts = Options {
+        specialise: true,
+        params: params
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        ..Options::default()
+    };
+    let m = pk_lang::compile_source("cost.pk", text, &opts)
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+    estimate(&m.kernels[0])
+}
+
+const WIDEN: &str = "
+kernel widen<M = 1024, N = 1024, bm = 256, bn = 512, plain: bool = true>(
+    x: bf16[M, N] block [bm, bn] at (i, j),
+) -> y: f32[M, N] block [bm, bn] at (i, j)
+grid (i in M / bm parallel, j in N / bn parallel)
+{
+    if plain {
+        y[..] = x[..] as f32;
+    } else {
+        y[..] = exp(x[..] as f32);
+    }
+}
+";
+
+#[test]
+fn a_cast_is_one_flop_per_element_and_a_fixed_branch_is_the_one_run() {
+    // XLA counts a convert as an elementwise op: one flop per element.
+    // `plain` is fixed when the kernel is specialised, so only its branch
+    // runs: the cast alone, no exp.
+    let c = cost_of_text(WIDEN, &[]);
+    assert_eq!(c.flops, 1024 * 1024);
+    assert_eq!(c.transcendentals, 0);
+    // x is bf16 (2 bytes), y f32 (4 bytes), each block moved once.
+    assert_eq!(c.bytes_accessed, 1024 * 1024 * (2 + 4));
+    // The other branch: a cast and an exp per element.
+    let c = cost_of_text(WIDEN, &[("plain", "false")]);
+    assert_eq!(c.flops, 2 * 1024 * 1024);
+    assert_eq!(c.transcendentals, 1024 * 1024);
 }

@@ -105,3 +105,102 @@ fn large_row_local_blocks_run_in_strips() {
         );
     }
 }
+
+/// A tile repeated along its last axis and read by elementwise ops is read
+/// in place: element `(i, j)` of `tile(x, [1, n])` is `x[i, j mod W]`, for a
+/// width `W` of 12 lanes (48 bytes) and of 128, and for a stored repeat.
+#[test]
+fn lane_repeats_read_in_place() {
+    use pk_runtime::cpu::HostArray;
+    let k = cpu_support::build("tests/cpu/lane_repeat.pk", &[]);
+    let vals = |n: usize, seed: f32| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i as f32 * 0.37 + seed).sin() * 3.0).round() / 4.0)
+            .collect()
+    };
+    let (x, y, w, z) = (
+        vals(96, 0.1),
+        vals(288, 0.7),
+        vals(1024, 1.3),
+        vals(3072, 2.9),
+    );
+    let out = k
+        .run(
+            vec![
+                HostArray::from_f32(&[8, 12], &x),
+                HostArray::from_f32(&[8, 36], &y),
+                HostArray::from_f32(&[8, 128], &w),
+                HostArray::from_f32(&[8, 384], &z),
+            ],
+            &threads(1),
+        )
+        .expect("runs");
+    let (a, b, r) = (out[0].to_f32(), out[1].to_f32(), out[2].to_f32());
+    for i in 0..8 {
+        for j in 0..36 {
+            let xv = x[i * 12 + j % 12];
+            // Quarters: every value and product here is exact in f32.
+            assert_eq!(a[i * 36 + j], y[i * 36 + j] - 2.0 * xv, "a[{i}, {j}]");
+            assert_eq!(r[i * 36 + j], xv + 1.0, "r[{i}, {j}]");
+        }
+        for j in 0..384 {
+            let want = f64::from(z[i * 384 + j] - w[i * 128 + j % 128]).exp();
+            let got = f64::from(b[i * 384 + j]);
+            assert!(
+                (got - want).abs() <= 1e-6 * want,
+                "b[{i}, {j}] = {got}, want {want}"
+            );
+        }
+    }
+}
+
+/// A repeat read only by elementwise ops that end in a store takes no
+/// memory of its own: `exp(z - tile(w, [1, 3]))` needs the temporaries of
+/// `exp(z - u)` and not the 12 KiB (8 x 384 f32) of a stored repeat.
+#[test]
+fn a_lane_repeat_read_by_elementwise_ops_takes_no_temporary() {
+    let temps = |kernel: &str| {
+        let opts = pk_lang::Options {
+            kernel: Some(kernel.to_string()),
+            specialise: true,
+            ..Default::default()
+        };
+        let m = pk_lang::compile_file(&root().join("tests/cpu/lane_repeat_wide.pk"), &opts)
+            .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+        pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default())
+            .expect("lowers")
+            .manifest
+            .layout
+            .temps_bytes
+    };
+    assert_eq!(temps("lane_repeat_wide"), temps("no_repeat"));
+}
+
+/// Flash attention at its default blocks (512 queries by 512 keys) keeps
+/// no repeated copy of the row maximum across the key block's lanes
+/// (`nn::lanes(m_new, bk)`, 1 MiB of f32): the scores read it in place.
+#[test]
+fn flash_reads_its_row_statistics_in_place() {
+    let opts = pk_lang::Options {
+        kernel: Some("flash_attention".to_string()),
+        params: [("T", "f32"), ("residuals", "false")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        specialise: true,
+        ..Default::default()
+    };
+    let m = pk_lang::compile_file(&root().join("kernels/flash.pk"), &opts)
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+    let w =
+        pk_lowering::wasm::lower(&m.kernels[0], &m.sources, &Default::default()).expect("lowers");
+    let wat = pk_lowering::wasm::to_wat(&w.bytes).expect("prints");
+    // Storing the repeat would copy `m_new`'s rows (512 bytes) four times
+    // over; what copies remain move whole 512 x 128 f32 blocks.
+    let lines: Vec<&str> = wat.lines().map(str::trim).collect();
+    for (i, l) in lines.iter().enumerate() {
+        if *l == "memory.copy" {
+            assert_eq!(lines[i - 1], "i32.const 262144", "copy at line {i}");
+        }
+    }
+}

@@ -57,7 +57,7 @@ fn header(text: &str) -> Fixture {
 }
 
 /// Codes checked by other tests (they need files that are not `.pk` text).
-const ELSEWHERE: &[&str] = &["PK0007", "PK0008", "PK0009", "PK0010", "PK0999"];
+const ELSEWHERE: &[&str] = &["PK0007", "PK0008", "PK0009", "PK0010", "PK0011", "PK0999"];
 
 #[test]
 fn every_fixture_reports_its_codes_and_renders_as_recorded() {

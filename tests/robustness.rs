@@ -1049,3 +1049,54 @@ fn pathological() {
         &format!("\u{feff}{}", kernel("y[..] = x[..];")),
     );
 }
+
+/// The editor analysis behind `pkc lsp` on the mutation corpus: every
+/// query at every token boundary of a mutant answers without a panic,
+/// whatever the text (an editor sends every partial state of a file).
+#[test]
+fn mutated_kernels_never_panic_the_editor_analysis() {
+    use pk_lang::analysis::{Analysis, Workspace};
+    let mut rng = Rng(0x1a5e_ed17_2026);
+    let ws = Workspace {
+        targets: vec![Target::V5e, Target::V6e],
+        ..Workspace::default()
+    };
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for (name, text) in seeds() {
+        let toks = token_ranges(&text);
+        for _ in 0..25 {
+            let (m, desc) = mutate(&mut rng, &text, &toks);
+            total += 1;
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let a = Analysis::run("m.pk", &m, None, &ws);
+                let mut offsets: Vec<u32> = token_ranges(&m)
+                    .iter()
+                    .flat_map(|(s, e)| [*s as u32, *e as u32])
+                    .collect();
+                offsets.push(m.len() as u32 + 5);
+                for o in offsets.into_iter().step_by(3) {
+                    let _ = a.hover(o);
+                    let _ = a.definition(o);
+                    let _ = a.references(o, true);
+                    let _ = a.complete(o);
+                    let _ = a.signature(o);
+                }
+                let _ = a.let_hints();
+                for f in &a.diags {
+                    let _ = a.quick_fix(&f.diag);
+                }
+                let _ = a.tokens();
+            }));
+            if r.is_err() {
+                failures.push(format!("{name}: {desc}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} mutants panic the analysis:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

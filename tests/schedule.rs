@@ -299,6 +299,8 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
         "-t",
         "v5e",
         "--json",
+        "--screen",
+        "none",
         "-j",
         "1",
         "--plot",
@@ -346,6 +348,91 @@ fn tune_ranks_by_the_schedule_by_default_and_reports_the_roofline_beside_it() {
 }
 
 #[test]
+fn the_screen_compiles_only_what_the_roofline_model_cannot_rule_out() {
+    if !have_libtpu() {
+        return;
+    }
+    // A 1024^3 matmul at bm = bn = 256 over bk in 128..1024 on v5e. The
+    // roofline model's times (asked for separately, without libtpu) decide
+    // which configurations the default screen of 1.5x compiles: the
+    // default (bk = 512) and those within 1.5x of the fastest. Each compile
+    // keeps one schedule in the tuning cache, so the kept files count the
+    // compiles.
+    let tmp = TempDir::new("sched-screen");
+    let shape = [
+        "kernels/matmul.pk",
+        "-p",
+        "M=1024",
+        "-p",
+        "N=1024",
+        "-p",
+        "K=1024",
+        "-p",
+        "bm=256",
+        "-p",
+        "bn=256",
+        "-t",
+        "v5e",
+        "--json",
+    ];
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let args: Vec<&str> = ["tune"]
+            .iter()
+            .chain(&shape)
+            .chain(extra)
+            .copied()
+            .collect();
+        let o = pkc_env(tmp.path(), &[], &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap()
+    };
+    let bk = |p: &serde_json::Value| p["params"]["bk"].as_i64().unwrap();
+    let roofline: BTreeMap<i64, f64> = run(&["--eval", "model", "--no-aot"])["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (bk(p), p["seconds"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(roofline.len(), 4, "{roofline:?}");
+    let fastest = roofline.values().copied().fold(f64::INFINITY, f64::min);
+    let kept: Vec<i64> = roofline
+        .iter()
+        .filter(|(&b, &t)| b == 512 || t <= 1.5 * fastest)
+        .map(|(&b, _)| b)
+        .collect();
+    assert!(kept.len() < 4, "the space screens nothing: {roofline:?}");
+    let r = run(&[]);
+    assert_eq!(r["screen"], 1.5, "{r}");
+    assert_eq!(r["screened"], 4 - kept.len(), "{r}");
+    assert_eq!(r["ranked"], kept.len(), "{r}");
+    for p in r["points"].as_array().unwrap() {
+        let b = bk(p);
+        if kept.contains(&b) {
+            assert_eq!(p["status"], "ranked", "{p}");
+        } else {
+            assert_eq!(p["status"], "screened", "{p}");
+            assert_eq!(p["predicted_seconds"].as_f64(), Some(roofline[&b]), "{p}");
+        }
+    }
+    let schedules = tmp.path().join("tune-cache").join("schedules");
+    assert_eq!(
+        std::fs::read_dir(&schedules).unwrap().count(),
+        kept.len(),
+        "one compile per configuration kept"
+    );
+    // `--screen none` compiles the rest too, and picks the same best.
+    let all = run(&["--screen", "none"]);
+    assert_eq!(all["ranked"], 4, "{all}");
+    assert!(all.get("screened").is_none(), "{all}");
+    assert_eq!(all["best"][0]["params"], r["best"][0]["params"]);
+    assert_eq!(std::fs::read_dir(&schedules).unwrap().count(), 4);
+    assert!(
+        named(tmp.path(), "pk-schedule-").is_empty(),
+        "dump left behind"
+    );
+}
+
+#[test]
 fn concurrent_compiles_each_capture_their_own_schedule() {
     if !have_libtpu() {
         return;
@@ -379,6 +466,8 @@ fn concurrent_compiles_each_capture_their_own_schedule() {
         "-t",
         "v5e",
         "--json",
+        "--screen",
+        "none",
         "-j",
         "3",
     ];
@@ -433,6 +522,8 @@ fn an_unreadable_schedule_falls_back_to_the_roofline_with_pk2013() {
         "v5e",
         "--eval",
         "schedule",
+        "--screen",
+        "none",
         "--json",
     ];
     let o = pkc_env(tmp.path(), &[("LIBTPU_INIT_ARGS", &init)], &args);
@@ -486,6 +577,8 @@ fn a_configuration_that_recurs_is_ranked_from_its_kept_schedule_without_a_compil
         "v5e",
         "--json",
         "--force",
+        "--screen",
+        "none",
     ];
     let o = pkc_env(tmp.path(), &[], &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -1,5 +1,6 @@
 //! Fuzz target: the whole front end (lexer, parser, resolver, checker and
-//! IR verifier) on arbitrary UTF-8. It must never panic, and every failure
+//! IR verifier, and the editor analysis of `pkc lsp`) on arbitrary UTF-8.
+//! It must never panic, and every failure
 //! must be coded diagnostics with spans inside their source files that
 //! render as text.
 
@@ -62,4 +63,25 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = f.render(RenderStyle::Plain);
     }
+    // The editor analysis (`pkc lsp`) answers every query on the same
+    // text, at the start, the middle, the end and past the end.
+    let a = pk_lang::analysis::Analysis::run(
+        "fuzz.pk",
+        text,
+        None,
+        &pk_lang::analysis::Workspace::default(),
+    );
+    let n = text.len() as u32;
+    for o in [0, n / 2, n, n + 1] {
+        let _ = a.hover(o);
+        let _ = a.definition(o);
+        let _ = a.references(o, true);
+        let _ = a.complete(o);
+        let _ = a.signature(o);
+    }
+    let _ = a.let_hints();
+    for f in &a.diags {
+        let _ = a.quick_fix(&f.diag);
+    }
+    let _ = a.tokens();
 });

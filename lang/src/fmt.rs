@@ -931,9 +931,41 @@ struct Opts {
     follow: bool,
 }
 
-fn group(v: Vec<Doc>, opts: Opts) -> Doc {
+/// Moves the comments that end `v` (nested in its last sequences or
+/// indents, not in its groups) into `tail`, last first.
+fn trailing_comments(v: &mut Vec<Doc>, tail: &mut Vec<Doc>) {
+    loop {
+        match v.last_mut() {
+            Some(Doc::Suffix(_)) => tail.extend(v.pop()),
+            Some(Doc::Seq(inner) | Doc::Indent(inner)) => {
+                let before = tail.len();
+                trailing_comments(inner, tail);
+                if tail.len() == before || !inner.is_empty() {
+                    return;
+                }
+                v.pop();
+            }
+            _ => return,
+        }
+    }
+}
+
+fn group(mut v: Vec<Doc>, opts: Opts) -> Doc {
+    // A comment that ends the group ends the line wherever the group ends,
+    // so it does not make the group break: it goes after it (where the
+    // enclosing list's comma, added when the list breaks, is written before
+    // it), and the same text lays out the same whether or not that comma
+    // was there.
+    let mut tail = Vec::new();
+    trailing_comments(&mut v, &mut tail);
     let forced = v.iter().any(forces_break);
-    Doc::Group(v, forced, opts)
+    let g = Doc::Group(v, forced, opts);
+    if tail.is_empty() {
+        return g;
+    }
+    tail.push(g);
+    tail.reverse();
+    Doc::Seq(tail)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -1136,6 +1168,24 @@ mod tests {
     #[test]
     fn spans_are_erased_but_not_numbers() {
         assert_eq!(erase_spans("Int(12) 3..14 \"1..2\""), "Int(12) @ \"1..2\"");
+    }
+
+    /// A comment after the last operand, which has no comma yet, stays on
+    /// the operand's line after the comma the broken list adds, and the
+    /// operand's index map does not break for it.
+    #[test]
+    fn a_comment_after_the_last_operand_follows_the_added_comma() {
+        let want = "kernel k<M = 64, N = 256, bm = 16>(
+    x: f32[M, N] block [bm, N] at (i, 0), // c
+) -> y: f32[M, N]
+grid (i in M / bm parallel)
+{
+    y[..] = x[..];
+}
+";
+        let src = want.replace("(i, 0), // c", "(i, 0)// c");
+        assert_eq!(fmt(&src), want);
+        assert_eq!(fmt(want), want);
     }
 
     #[test]

@@ -6,9 +6,11 @@
 //! source --lexer--> tokens --parse--> ast --resolve--> Program --check--> ir::Module --verify
 //! ```
 //!
-//! [`compile_source`] and [`compile_file`] run it for the kernels of one
-//! file, specialised with the given parameters for one target.
+//! A [`Session`] holds one file's resolved program and checks its kernels
+//! per parameter set and per target; [`compile_source`] and
+//! [`compile_file`] are a session checked once.
 
+pub mod analysis;
 pub mod ast;
 pub mod check;
 pub mod depth;
@@ -19,10 +21,12 @@ pub mod ir;
 pub mod lexer;
 pub mod parse;
 pub mod resolve;
+pub mod session;
 pub mod span;
 pub mod target;
 
 use diag::{codes, Diag};
+pub use session::Session;
 use span::{SourceMap, Span};
 use std::path::Path;
 use std::sync::Arc;
@@ -80,9 +84,10 @@ impl Failure {
 }
 
 /// Compiles source text; `name` is the file name shown in diagnostics, and
-/// `use NAME` of sibling modules is resolved relative to `dir`.
+/// `use NAME` of sibling modules is resolved relative to the working
+/// directory. A [`Session`] of the text, checked once.
 pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Module, Failure> {
-    compile_in(name, text, None, opts)
+    Session::from_text(name, text, None).check(opts)
 }
 
 /// Compiles a kernel again from the sources a kernel package carries (its
@@ -91,54 +96,12 @@ pub fn compile_source(name: &str, text: &str, opts: &Options) -> Result<ir::Modu
 /// result's source map and locations are the build's. Sibling modules come
 /// from `files`, never from the disk; the standard library is this pk's.
 pub fn compile_embedded(files: &[(String, String)], opts: &Options) -> Result<ir::Module, Failure> {
-    let Some((name, text)) = files.first() else {
-        let mut sources = SourceMap::new();
-        let root = sources.add("<package>", "");
-        let d = Diag::new(
-            &codes::IO_ERROR,
-            "the package carries no source file",
-            Span::new(root, 0, 0),
-        );
-        return Err(Failure {
-            diags: vec![d],
-            sources: Arc::new(sources),
-        });
-    };
-    let dir = Path::new(name).parent().map(Path::to_path_buf);
-    let modules = Loaded {
-        dir,
-        embedded: Some(files[1..].to_vec()),
-    };
-    on_compiler_stack(|| compile_here(name, text, modules.clone(), opts, Stage::Kernels)).map(|c| {
-        match c {
-            Compiled::Module(m) => m,
-            _ => unreachable!("the kernel stage returns a module"),
-        }
-    })
+    Session::embedded(files)?.check(opts)
 }
 
-/// Where `use NAME` finds sibling modules: next to the root file on disk,
-/// or among the files a package carries.
-#[derive(Clone)]
-struct Loaded {
-    dir: Option<std::path::PathBuf>,
-    embedded: Option<Vec<(String, String)>>,
-}
-
-impl Loaded {
-    fn disk(dir: Option<std::path::PathBuf>) -> Loaded {
-        Loaded {
-            dir,
-            embedded: None,
-        }
-    }
-}
-
-/// Reads and compiles a `.pk` file.
+/// Reads and compiles a `.pk` file: a [`Session`] of it, checked once.
 pub fn compile_file(path: &Path, opts: &Options) -> Result<ir::Module, Failure> {
-    let name = path.to_string_lossy().to_string();
-    let text = read_source(path)?;
-    compile_in(&name, &text, path.parent().map(Path::to_path_buf), opts)
+    Session::open(path)?.check(opts)
 }
 
 /// Reads a source file, reporting unreadable, binary and oversized files.
@@ -201,317 +164,22 @@ pub(crate) fn source_text(path: &Path, bytes: Vec<u8>) -> Result<String, Box<Dia
     Ok(text)
 }
 
-/// Stack for the compiler's recursive passes. Trees are at most
-/// [`depth::MAX_TREE_DEPTH`] deep, so this bound holds whatever thread calls
-/// pk (test harness threads have 2 MiB). Only touched pages are committed.
-const COMPILER_STACK_BYTES: usize = 64 << 20;
-
-fn compile_in(
-    name: &str,
-    text: &str,
-    dir: Option<std::path::PathBuf>,
-    opts: &Options,
-) -> Result<ir::Module, Failure> {
-    on_compiler_stack(|| compile_here(name, text, Loaded::disk(dir.clone()), opts, Stage::Kernels))
-        .map(|c| match c {
-            Compiled::Module(m) => m,
-            _ => unreachable!("the kernel stage returns a module"),
-        })
-}
-
-/// The parameters of each selected kernel of `text`, checked as far as
-/// their own declarations (values, kinds, candidates) and no further: what
-/// a tuner needs to know of a kernel before it picks a configuration, even
-/// when the default configuration breaks a rule for the given shapes.
+/// The parameters of each selected kernel of the file at `path`; see
+/// [`Session::params`].
 pub fn kernel_params(
     path: &Path,
     opts: &Options,
 ) -> Result<Vec<(String, Vec<ir::Param>)>, Failure> {
-    let name = path.to_string_lossy().to_string();
-    let text = read_source(path)?;
-    let dir = path.parent().map(Path::to_path_buf);
-    on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, Stage::Params))
-        .map(|c| match c {
-            Compiled::Params(p) => p,
-            _ => unreachable!("the parameter stage returns parameters"),
-        })
+    Session::open(path)?.params(opts)
 }
 
-/// For each configuration (one value per name in `names`, set on top of
-/// `opts.params`), whether the selected kernel's `where` constraints hold.
-/// The file is read and parsed once, and only the kernel's parameters and
-/// constraints are checked per configuration, so a tuner can filter a
-/// large space before it samples it. A configuration whose parameters have
-/// errors of their own counts as holding: its full check reports them.
+/// Whether the selected kernel's `where` constraints hold, per
+/// configuration; see [`Session::where_holds`].
 pub fn where_holds(
     path: &Path,
     opts: &Options,
     names: &[String],
     configs: &[Vec<i64>],
 ) -> Result<Vec<bool>, Failure> {
-    let name = path.to_string_lossy().to_string();
-    let text = read_source(path)?;
-    let dir = path.parent().map(Path::to_path_buf);
-    let stage = Stage::Wheres(names, configs);
-    on_compiler_stack(|| compile_here(&name, &text, Loaded::disk(dir.clone()), opts, stage)).map(
-        |c| match c {
-            Compiled::Holds(h) => h,
-            _ => unreachable!("the constraint stage returns one answer per configuration"),
-        },
-    )
-}
-
-/// `v` as an integer literal expression at `span`.
-fn int_literal(v: i64, span: Span) -> ast::Expr {
-    let lit = ast::Expr {
-        kind: ast::ExprKind::Int(v.unsigned_abs()),
-        span,
-    };
-    if v >= 0 {
-        lit
-    } else {
-        ast::Expr {
-            kind: ast::ExprKind::Unary(ast::UnOp::Neg, Box::new(lit)),
-            span,
-        }
-    }
-}
-
-/// Runs `f` on a thread with the compiler's stack.
-fn on_compiler_stack<T: Send>(f: impl FnOnce() -> T + Send + Clone) -> T {
-    std::thread::scope(|s| {
-        let worker = std::thread::Builder::new()
-            .name("pk-compile".into())
-            .stack_size(COMPILER_STACK_BYTES)
-            .spawn_scoped(s, f.clone());
-        match worker {
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            // No thread to be had: compile on this one.
-            Err(_) => f(),
-        }
-    })
-}
-
-/// How far [`compile_here`] goes.
-#[derive(Clone, Copy, PartialEq)]
-enum Stage<'a> {
-    Params,
-    Kernels,
-    /// The `where` constraints of the selected kernel, once per
-    /// configuration: values of the named parameters.
-    Wheres(&'a [String], &'a [Vec<i64>]),
-}
-
-enum Compiled {
-    Module(ir::Module),
-    Params(Vec<(String, Vec<ir::Param>)>),
-    Holds(Vec<bool>),
-}
-
-fn compile_here(
-    name: &str,
-    text: &str,
-    modules: Loaded,
-    opts: &Options,
-    stage: Stage<'_>,
-) -> Result<Compiled, Failure> {
-    // Offsets count from after a byte-order mark, as editors count columns.
-    let text = files::strip_bom(text);
-    let mut sources = SourceMap::new();
-    let root = sources.add(name, text);
-    if text.len() > MAX_SOURCE_BYTES {
-        let d = Diag::new(
-            &codes::FILE_TOO_LARGE,
-            "source is larger than the 16 MiB limit",
-            Span::new(root, 0, 0),
-        );
-        return Err(Failure {
-            diags: vec![d],
-            sources: Arc::new(sources),
-        });
-    }
-    let mut loader = resolve::Loader::new(&mut sources, modules.dir);
-    loader.embedded = modules.embedded;
-    let (program, mut diags) = loader.load(root);
-    if diags.iter().any(|d| d.is_error()) {
-        return Err(Failure {
-            diags,
-            sources: Arc::new(sources),
-        });
-    }
-    // `-p` values are parsed as expressions in a file of their own.
-    let mut param_exprs = Vec::new();
-    for (n, v) in &opts.params {
-        let f = sources.add(format!("-p {n}"), v.clone());
-        match parse::parse_expr(f, v) {
-            Ok(e) => param_exprs.push((
-                n.clone(),
-                check::Expr2 {
-                    expr: e,
-                    text: v.clone(),
-                },
-            )),
-            Err(ds) => {
-                for d in ds {
-                    diags.push(
-                        Diag::new(&codes::BAD_PARAM_VALUE, format!("cannot read the value of `-p {n}={v}`"), d.span)
-                            .label(d.message)
-                            .help("values are integers, integer expressions (`4 * 128`) or dtype names (`bf16`)"),
-                    );
-                }
-            }
-        }
-    }
-    let kernels = program.root_kernels();
-    let selected: Vec<(usize, &ast::KernelDecl)> = match &opts.kernel {
-        Some(k) => kernels
-            .iter()
-            .filter(|(_, d)| d.name.name == *k)
-            .cloned()
-            .collect(),
-        None => kernels.clone(),
-    };
-    if let Some(k) = &opts.kernel {
-        if selected.is_empty() {
-            let names = kernels
-                .iter()
-                .map(|(_, d)| d.name.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ");
-            let arg = sources.add("<command line>", format!("--kernel {k}"));
-            diags.push(
-                Diag::new(
-                    &codes::NO_KERNEL,
-                    format!("no kernel `{k}` in `{name}`"),
-                    Span::new(arg, 9, 9 + k.len()),
-                )
-                .label("not a kernel of this file")
-                .help(if names.is_empty() {
-                    "the file defines no kernels".to_string()
-                } else {
-                    format!("kernels here: {names}")
-                }),
-            );
-        }
-    }
-    for (n, v) in &opts.params {
-        let known = selected
-            .iter()
-            .any(|(_, d)| d.params.iter().any(|p| p.name.name == *n));
-        if !known && !selected.is_empty() {
-            let names = selected
-                .iter()
-                .flat_map(|(_, d)| d.params.iter().map(|p| p.name.name.clone()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let arg = sources.add("<command line>", format!("-p {n}={v}"));
-            diags.push(
-                Diag::new(
-                    &codes::UNKNOWN_PARAM,
-                    format!("no kernel here has a parameter `{n}`"),
-                    Span::new(arg, 3, 3 + n.len()),
-                )
-                .label("unknown parameter")
-                .help(format!("parameters: {names} (names are case-sensitive)")),
-            );
-        }
-    }
-    if diags.iter().any(|d| d.is_error()) {
-        return Err(Failure {
-            diags,
-            sources: Arc::new(sources),
-        });
-    }
-    let spec = check::Spec {
-        target: opts.target,
-        params: opts.params.clone(),
-        param_origins: opts.param_origins.clone(),
-        specialise: opts.specialise,
-    };
-    let mut ck = check::Checker::new(&program, opts.target);
-    ck.skip_tpu_rules = opts.skip_tpu_rules;
-    if let Stage::Wheres(names, configs) = stage {
-        let constrained = |d: &ast::KernelDecl| {
-            d.clauses
-                .iter()
-                .any(|c| matches!(c, ast::Clause::Where(..)))
-        };
-        let Some((_, decl)) = selected.first().filter(|(_, d)| constrained(d)) else {
-            return Ok(Compiled::Holds(vec![true; configs.len()]));
-        };
-        let at = Span::new(root, 0, 0);
-        let holds = configs
-            .iter()
-            .map(|c| {
-                let mut values: Vec<(String, check::Expr2)> = param_exprs
-                    .iter()
-                    .filter(|(n, _)| !names.contains(n))
-                    .cloned()
-                    .collect();
-                for (n, &v) in names.iter().zip(c) {
-                    let expr = int_literal(v, at);
-                    values.push((
-                        n.clone(),
-                        check::Expr2 {
-                            expr,
-                            text: v.to_string(),
-                        },
-                    ));
-                }
-                let mut ck = check::Checker::new(&program, opts.target);
-                check::wheres_hold(&mut ck, resolve::ModId(0), decl, &spec, &values)
-            })
-            .collect();
-        return Ok(Compiled::Holds(holds));
-    }
-    if stage == Stage::Params {
-        let params: Vec<(String, Vec<ir::Param>)> = selected
-            .iter()
-            .map(|(_, decl)| {
-                let ps =
-                    check::kernel_params(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs);
-                (decl.name.name.clone(), ps)
-            })
-            .collect();
-        if ck.has_errors() {
-            diags.extend(ck.diags);
-            return Err(Failure {
-                diags,
-                sources: Arc::new(sources),
-            });
-        }
-        return Ok(Compiled::Params(params));
-    }
-    let mut out = Vec::new();
-    for (_, decl) in selected {
-        if let Some(k) = check::check_kernel(&mut ck, resolve::ModId(0), decl, &spec, &param_exprs)
-        {
-            if let Err(e) = ir::verify::verify_kernel(&k, opts.specialise) {
-                ck.error(
-                    Diag::new(
-                        &codes::INTERNAL,
-                        format!(
-                            "internal error: the IR of `{}` is invalid: {}",
-                            k.name, e.message
-                        ),
-                        e.span,
-                    )
-                    .help("this is a bug in pk; please report it with the kernel source"),
-                );
-            }
-            out.push(k);
-        }
-    }
-    diags.extend(ck.diags);
-    if diags.iter().any(|d| d.is_error()) {
-        return Err(Failure {
-            diags,
-            sources: Arc::new(sources),
-        });
-    }
-    Ok(Compiled::Module(ir::Module {
-        kernels: out,
-        sources: Arc::new(sources),
-        warnings: diags,
-    }))
+    Session::open(path)?.where_holds(opts, names, configs)
 }

@@ -60,7 +60,7 @@ impl From<Span> for miette::SourceSpan {
 }
 
 /// One source file: its name as shown to users, and its text.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SourceFile {
     pub name: String,
     pub text: Arc<str>,
@@ -122,7 +122,7 @@ impl SourceFile {
 }
 
 /// All source files of one compilation.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
 }
@@ -135,6 +135,12 @@ impl SourceMap {
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<Arc<str>>) -> FileId {
         self.files.push(SourceFile::new(name, text));
         FileId(self.files.len() as u32 - 1)
+    }
+
+    /// Replaces the text of file `id`, keeping its id and name (an edit).
+    pub fn replace(&mut self, id: FileId, text: impl Into<Arc<str>>) {
+        let f = &mut self.files[id.0 as usize];
+        *f = SourceFile::new(std::mem::take(&mut f.name), text);
     }
 
     pub fn get(&self, id: FileId) -> &SourceFile {

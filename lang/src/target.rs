@@ -4,7 +4,13 @@ use crate::ir::DType;
 use std::fmt;
 use std::str::FromStr;
 
-/// A TPU generation pk compiles for.
+/// The largest mesh pk compiles ahead of time: the devices of the 8-chip
+/// slices of [`Target::topology_for`].
+pub const MAX_MESH_DEVICES: u64 = 8;
+
+/// A TPU generation pk compiles for: the one type of the front end's
+/// checks, the backends and libtpu's ahead-of-time compiles
+/// (`pk_runtime::pjrt::TpuTarget` is this type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Target {
     V4,
@@ -25,6 +31,51 @@ impl Target {
         Target::V6e,
         Target::Tpu7x,
     ];
+
+    /// Every target, oldest first.
+    pub fn all() -> &'static [Target] {
+        &Target::ALL
+    }
+
+    /// The libtpu topology compiled against: the smallest slice that libtpu
+    /// accepts by name alone. A kernel runs on one TensorCore, so the slice
+    /// size does not change its code; single-chip names such as `v5e:1x1`
+    /// would need the extra create option `chips_per_host_bounds`.
+    pub fn topology_name(self) -> &'static str {
+        match self {
+            Target::V4 => "v4:2x2x1",
+            Target::V5e => "v5e:2x2",
+            Target::V5p => "v5p:2x2x1",
+            Target::V6e => "v6e:2x2",
+            Target::Tpu7x => "tpu7x:2x2x1",
+        }
+    }
+
+    /// The topology a program of `devices` SPMD partitions (one per device
+    /// of a kernel's mesh, a device as JAX counts them) is compiled
+    /// against: the 4-chip slice of [`Target::topology_name`] up to 4
+    /// devices; up to [`MAX_MESH_DEVICES`], the generation's slice of 8
+    /// devices: 8 chips (`2x4`, or `2x2x2` where slices are 3-D), but the
+    /// same 4 chips for TPU7x, whose two TensorCores per chip are a device
+    /// each; none beyond.
+    pub fn topology_for(self, devices: u64) -> Option<&'static str> {
+        match devices {
+            0..=4 => Some(self.topology_name()),
+            5..=MAX_MESH_DEVICES => Some(match self {
+                Target::V4 => "v4:2x2x2",
+                Target::V5e => "v5e:2x4",
+                Target::V5p => "v5p:2x2x2",
+                Target::V6e => "v6e:2x4",
+                Target::Tpu7x => "tpu7x:2x2x1",
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a topology pk compiles this target against.
+    pub fn knows_topology(self, name: &str) -> bool {
+        [self.topology_for(4), self.topology_for(MAX_MESH_DEVICES)].contains(&Some(name))
+    }
 
     /// The `--target` spelling.
     pub fn name(self) -> &'static str {

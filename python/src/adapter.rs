@@ -15,7 +15,7 @@ use pk_lang::Failure;
 use pk_lowering::wasm;
 use pk_runtime::bind::{self, ArgSig, OperandSig};
 use pk_runtime::cpu::{CpuKernel, Error as CpuError, HostArray, RunOptions};
-use pk_runtime::package::build::{build_file, lang_target, BuildOptions};
+use pk_runtime::package::build::{build_session, BuildOptions};
 use pk_runtime::package::{OperandRole, Package, PackageError};
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 
@@ -88,8 +88,7 @@ pub struct Origin {
 
 /// Parses a target name (`v5e`).
 pub fn target(name: &str) -> Result<TpuTarget, Rendered> {
-    name.parse::<TpuTarget>()
-        .map_err(|e| Rendered::diagnostic(&e))
+    pk_runtime::pjrt::parse_target(name).map_err(|e| Rendered::diagnostic(&e))
 }
 
 pub fn all_targets() -> Vec<String> {
@@ -118,8 +117,15 @@ pub fn build_source(
         kernel: kernel.map(str::to_string),
         cpu_reference: true,
     };
-    let built = build_file(path, &opts).map_err(|f| Rendered::failure(&f))?;
-    let text = pk_lang::read_source(path).unwrap_or_default();
+    // One read and parse serves every target's check and the source the
+    // package carries.
+    let session = pk_lang::Session::open(path).map_err(|f| Rendered::failure(&f))?;
+    let built = build_session(&session, &opts).map_err(|f| Rendered::failure(&f))?;
+    let text = session
+        .sources()
+        .get(pk_lang::span::FileId(0))
+        .text
+        .to_string();
     let names: Vec<&str> = built
         .kernels
         .iter()
@@ -194,7 +200,7 @@ pub fn no_cpu(b: &Built) -> Rendered {
 /// `pkc build` only keeps as the message of its `PK3012` warning.
 fn no_cpu_reference(kernel: &ir::Kernel, sources: &SourceMap, targets: &[TpuTarget]) -> Rendered {
     let opts = wasm::Options {
-        target: lang_target(targets.first().copied().unwrap_or(TpuTarget::V5e)),
+        target: targets.first().copied().unwrap_or(TpuTarget::V5e),
         check_uninit: false,
     };
     match wasm::lower(kernel, sources, &opts) {
@@ -408,8 +414,9 @@ pub fn aot_compile(
     partitions: u32,
 ) -> Result<AotResult, Rendered> {
     let plugin = Plugin::load(None).map_err(|e| Rendered::diagnostic(&e))?;
+    let devices = u64::from(replicas.max(1)) * u64::from(partitions.max(1));
     let topology = plugin
-        .topology(target)
+        .topology_for(target, devices)
         .map_err(|e| Rendered::diagnostic(&e))?;
     let c = topology
         .compile_program(code, replicas, partitions)
@@ -429,7 +436,7 @@ pub fn aot_compile(
         .unwrap_or_default();
     Ok(AotResult {
         target: target.name().to_string(),
-        topology: target.topology_name().to_string(),
+        topology: c.topology.to_string(),
         generated_code_bytes: c.generated_code_bytes,
         executable_bytes: c.serialized_executable.len() as u64,
         compile_ms: c.compile_time.as_secs_f64() * 1e3,

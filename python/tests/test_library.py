@@ -34,9 +34,17 @@ def load(path: str, fp8: str | None = None) -> np.ndarray:
     return a
 
 
-# Kernels across devices: the CPU reference runs one device, so they have no
-# fixture case yet (tests/multichip.rs compiles them with libtpu).
-ACROSS_DEVICES = {"all_gather.pk", "ppermute.pk"}
+# Kernels across devices run on a CPU mesh (`pkc test --mesh N`): their
+# cases are tests/data/mesh/cases.json, run by tests/cpu_mesh.rs
+# (tests/multichip.rs compiles them with libtpu).
+ACROSS_DEVICES = {
+    "all_gather.pk",
+    "all_gather_matmul.pk",
+    "all_reduce.pk",
+    "matmul_reduce_scatter.pk",
+    "ppermute.pk",
+    "reduce_scatter.pk",
+}
 
 
 def test_every_kernel_file_has_a_fixture_case() -> None:

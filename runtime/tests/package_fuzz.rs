@@ -358,7 +358,7 @@ fn each_target_gets_the_module_built_for_it_alone() {
         let module = p.stablehlo_for(t).expect("a module");
         assert_eq!(module, alone.stablehlo(), "{t}");
         assert_eq!(all.stablehlo_for(t), Some(module), "{t}");
-        let limit = pk_runtime::package::build::lang_target(t).vmem_bytes();
+        let limit = t.vmem_bytes();
         assert!(module.contains(&format!("\\22size\\22: {limit}")), "{t}");
     }
     assert_eq!(p.stablehlo(), p.stablehlo_for(TpuTarget::V4).unwrap_or(""));

@@ -244,7 +244,7 @@ fn check_per_target_package(plugin: &'static Plugin, path: &Path, targets: &[Tpu
 
 /// The VMEM of a target, as the front end knows it.
 fn vmem(t: TpuTarget) -> u64 {
-    pk_runtime::package::build::lang_target(t).vmem_bytes()
+    t.vmem_bytes()
 }
 
 /// add.pk for every target: TPU7x's code depends on the scoped limit, so

@@ -33,6 +33,7 @@ fn entry(k: &Key) -> Entry {
             aot: false,
             inputs: Vec::new(),
             timeout_seconds: None,
+            screen: None,
         },
         best: vec![("bm".into(), 512), ("bk".into(), 256)],
         seconds: 1e-3,
@@ -62,6 +63,8 @@ fn entry(k: &Key) -> Entry {
             points: Vec::new(),
             device: "one TensorCore per chip and device".into(),
             schedule_fallbacks: Vec::new(),
+            screen: None,
+            screened: 0,
         },
     }
 }

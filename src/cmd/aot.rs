@@ -68,8 +68,9 @@ pub fn run(a: Args) -> u8 {
     let mut status = EXIT_OK;
     for &target in &a.target.0 {
         bar.set_message(format!("compiling for {target}"));
+        let devices = u64::from(replicas.max(1)) * u64::from(partitions.max(1));
         let compiled = plugin
-            .topology(target)
+            .topology_for(target, devices)
             .and_then(|t| t.compile_program(&code, replicas, partitions));
         bar.inc(1);
         bar.suspend(|| match compiled {
@@ -136,7 +137,7 @@ fn report(name: &str, c: &CompiledKernel) {
             "type": "aot",
             "module": name,
             "target": c.target.name(),
-            "topology": c.target.topology_name(),
+            "topology": c.topology,
             "generated_code_bytes": c.generated_code_bytes,
             "executable_bytes": c.serialized_executable.len(),
             "compile_ms": c.compile_time.as_secs_f64() * 1e3,

@@ -6,7 +6,8 @@
 //! compiled once; each timed call is one full run (block copies, grid,
 //! write-back), and the median is reported with the flops of the IR's cost
 //! model and the bytes the executor counted moving during the run (block
-//! copies in and out, DMA copies).
+//! copies in and out, DMA copies). With `--mesh`, each timed call runs
+//! the kernel on every device of the mesh.
 
 use super::common::{one_stdin, reject_repeats, EXIT_OK};
 use super::cpu::{self, outln, parse_named, report_cpu, CpuArgs};
@@ -126,6 +127,11 @@ pub fn run(a: Args) -> u8 {
         Err(code) => return code,
     };
     let k = &loaded.kernel;
+    match cpu::mesh_run(k, &a.cpu) {
+        Ok(Some(mesh)) => return run_mesh(&a, &loaded, &mesh),
+        Ok(None) => {}
+        Err(e) => return report_cpu(&e),
+    }
     let (arrays, from_files) = match inputs(k, &a.inputs) {
         Ok(x) => x,
         Err(e) => return report_cpu(&e),
@@ -146,14 +152,7 @@ pub fn run(a: Args) -> u8 {
             times.push(t.elapsed().as_secs_f64());
         }
     }
-    times.sort_by(f64::total_cmp);
-    let median = if times.is_empty() {
-        0.0
-    } else if times.len() % 2 == 1 {
-        times[times.len() / 2]
-    } else {
-        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
-    };
+    let median = median(&mut times);
     let flops = loaded
         .ir
         .as_ref()
@@ -201,6 +200,117 @@ pub fn run(a: Args) -> u8 {
         moved.blocks_out,
         moved.dma
     ));
+    if !from_files.is_empty() {
+        outln(&format!("  inputs from files: {}", from_files.join(", ")));
+    }
+    EXIT_OK
+}
+
+/// Sorts `times` and returns their median (0 for none).
+fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    if times.is_empty() {
+        0.0
+    } else if times.len() % 2 == 1 {
+        times[times.len() / 2]
+    } else {
+        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
+    }
+}
+
+/// `pkc bench --mesh`: each timed call runs the kernel once on every
+/// device of the mesh (under the fixed schedule, or each of `--schedules`
+/// random ones), from the devices' inputs to their outputs. Inputs given
+/// with `--in` stack the devices' arrays; the others are random, each
+/// device's its own. The flops are the cost model's for one device times
+/// the devices.
+fn run_mesh(a: &Args, loaded: &cpu::Loaded, mesh: &cpu::MeshRun) -> u8 {
+    let k = &loaded.kernel;
+    let devices: u64 = mesh.shape.iter().product();
+    let mut ops = cpu::Operands::of_cpu(k);
+    for o in &mut ops.list {
+        o.shape = mesh.shape.iter().chain(&o.shape).copied().collect();
+    }
+    for (name, _) in &a.inputs {
+        if !ops.inputs().any(|o| &o.name == name) {
+            return report_cpu(&Error::UnknownOperand {
+                kernel: k.manifest().kernel.clone(),
+                role: "input".into(),
+                name: name.clone(),
+                known: ops.names(false),
+            });
+        }
+    }
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut arrays = Vec::new();
+    let mut from_files = Vec::new();
+    for ((i, _), o) in k.inputs().zip(ops.inputs()) {
+        match a.inputs.iter().rev().find(|(n, _)| *n == o.name) {
+            Some((_, path)) => {
+                match pk_runtime::cpu::read_operand(&o.name, o.dtype, &o.shape, path) {
+                    Ok(x) => {
+                        arrays.push(x);
+                        from_files.push(o.name.clone());
+                    }
+                    Err(e) => return report_cpu(&e),
+                }
+            }
+            None => {
+                let each: Vec<HostArray> =
+                    (0..devices).map(|_| random_input(k, i, &mut rng)).collect();
+                let mut shape: Vec<usize> = mesh.shape.iter().map(|&d| d as usize).collect();
+                shape.extend(&each[0].shape);
+                let data = each.iter().flat_map(|x| x.data.iter().copied()).collect();
+                arrays.push(HostArray::new(each[0].dtype, shape, data));
+            }
+        }
+    }
+    let opts = cpu::run_options(&a.cpu);
+    let mut times = Vec::with_capacity(a.iters);
+    for it in 0..=a.iters {
+        let call = arrays.clone();
+        let t = Instant::now();
+        if let Err(code) = cpu::run_on_mesh(k, mesh, call, &opts) {
+            return code;
+        }
+        if it > 0 {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let median = median(&mut times);
+    let flops = loaded.ir.as_ref().map(|ir| {
+        pk_lang::ir::cost::estimate(ir)
+            .flops
+            .saturating_mul(devices)
+    });
+    let name = &k.manifest().kernel;
+    if a.json || ui().json {
+        json_line(&json!({
+            "type": "bench",
+            "kernel": name,
+            "devices": devices,
+            "median_s": median,
+            "min_s": times.first().unwrap_or(&0.0),
+            "max_s": times.last().unwrap_or(&0.0),
+            "iters": times.len(),
+            "flops": flops.unwrap_or(0),
+            "inputs_from_files": from_files,
+        }));
+        return EXIT_OK;
+    }
+    outln(&format!(
+        "{name} on a mesh of {devices} devices: median {:.3} ms over {} calls (min {:.3} ms, max {:.3} ms)",
+        median * 1e3,
+        times.len(),
+        times.first().unwrap_or(&0.0) * 1e3,
+        times.last().unwrap_or(&0.0) * 1e3
+    ));
+    if let Some(flops) = flops.filter(|_| median > 0.0) {
+        outln(&format!(
+            "  {:.1} GFLOP/s ({flops} flops over all devices)",
+            flops as f64 / median / 1e9
+        ));
+    }
     if !from_files.is_empty() {
         outln(&format!("  inputs from files: {}", from_files.join(", ")));
     }

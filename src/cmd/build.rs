@@ -67,7 +67,7 @@ pub fn parse_targets(s: &str) -> Result<Targets, String> {
     }
     let mut out: Vec<TpuTarget> = Vec::new();
     for name in s.split(',') {
-        let t: TpuTarget = name.parse().map_err(|e: PjrtError| e.to_string())?;
+        let t: TpuTarget = pk_runtime::pjrt::parse_target(name).map_err(|e| e.to_string())?;
         if !out.contains(&t) {
             out.push(t);
         }
@@ -130,9 +130,19 @@ pub fn run(a: Args) -> u8 {
     )> = Vec::new();
     for file in &a.files {
         let mut opts = opts.clone();
+        // One read and parse of the file serves the tuning cache's key and
+        // every target's check.
+        let session = match pk_lang::Session::open(file) {
+            Ok(s) => s,
+            Err(f) => {
+                report(&f);
+                status = EXIT_ERRORS;
+                continue;
+            }
+        };
         if a.tuned {
             match super::tune_cache::tuned_params(
-                file,
+                &session,
                 a.kernel.as_deref(),
                 &a.params,
                 a.target.0[0],
@@ -145,7 +155,7 @@ pub fn run(a: Args) -> u8 {
                 }
             }
         }
-        let built = match build::build_file(file, &opts) {
+        let built = match build::build_session(&session, &opts) {
             Ok(b) => b,
             Err(f) => {
                 report(&f);

@@ -144,7 +144,13 @@ pub fn cpu_exit_code(e: &pk_runtime::cpu::Error) -> u8 {
         | E::Dma { .. }
         | E::BlockIndex { .. }
         | E::Memory { .. }
-        | E::HostMemory { .. } => EXIT_RUN,
+        | E::HostMemory { .. }
+        | E::Deadlock { .. }
+        | E::SemaphoreLeft { .. }
+        | E::WindowInFlight { .. }
+        | E::UnorderedWrites { .. }
+        | E::DeviceOutOfRange { .. }
+        | E::Barrier { .. } => EXIT_RUN,
         _ => EXIT_ERRORS,
     }
 }

@@ -49,6 +49,96 @@ pub struct CpuArgs {
     /// store, padding of partial blocks) as errors instead of NaN.
     #[arg(long)]
     pub check_uninit: bool,
+    /// Run a kernel that has a mesh on a mesh of devices in this process:
+    /// `4` devices, or `2x2` for its axis sizes. One instance runs per
+    /// device, with its own memories and semaphores; every `--in`,
+    /// `--out` and `--expect` array stacks the devices' arrays on leading
+    /// dimensions (`[4, ...]`, or `[2, 2, ...]`).
+    #[arg(long, value_name = "N|AxB", value_parser = parse_mesh)]
+    pub mesh: Option<MeshShape>,
+    /// With --mesh: run N random orders of the devices' progress and of
+    /// their remote copies' landing (instead of the fixed order), and stop
+    /// at the first that fails, saying its seed.
+    #[arg(long, value_name = "N", requires = "mesh", value_parser = clap::value_parser!(u64).range(1..))]
+    pub schedules: Option<u64>,
+    /// The seed of the first random order (order i has seed S + i); with
+    /// `--schedules 1` it replays one order.
+    #[arg(long, value_name = "S", requires = "schedules", default_value = "0")]
+    pub seed: u64,
+}
+
+/// The device counts of a mesh given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeshShape(pub Vec<u64>);
+
+/// `--mesh`: `N` or `AxB` (positive sizes).
+pub fn parse_mesh(s: &str) -> Result<MeshShape, String> {
+    let dims: Result<Vec<u64>, _> = s
+        .trim()
+        .split(['x', 'X'])
+        .map(|d| d.trim().parse::<u64>())
+        .collect();
+    match dims {
+        Ok(d) if !d.is_empty() && d.iter().all(|&v| v > 0) => Ok(MeshShape(d)),
+        _ => Err(format!(
+            "expected a device count (`4`) or axis sizes (`2x2`), found `{s}`"
+        )),
+    }
+}
+
+/// How `pkc run`/`test` runs a kernel on a mesh.
+#[derive(Debug, Clone)]
+pub struct MeshRun {
+    /// The leading dimensions of every array: the devices, one axis or
+    /// the kernel's axes.
+    pub shape: Vec<u64>,
+    pub schedules: Option<u64>,
+    pub seed: u64,
+}
+
+/// Checks `--mesh` against the kernel's mesh.
+pub fn mesh_run(k: &CpuKernel, a: &CpuArgs) -> Result<Option<MeshRun>, Error> {
+    let m = k.manifest();
+    let Some(given) = &a.mesh else {
+        return Ok(None);
+    };
+    let sizes: Vec<u64> = m.mesh.iter().map(|x| x.size).collect();
+    let text = |v: &[u64]| {
+        v.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("x")
+    };
+    if sizes.is_empty() {
+        return Err(Error::MeshMismatch {
+            message: format!(
+                "kernel `{}` has no mesh, but --mesh {} was given",
+                m.kernel,
+                text(&given.0)
+            ),
+        });
+    }
+    let fits = if given.0.len() == 1 {
+        given.0[0] == m.devices()
+    } else {
+        given.0 == sizes
+    };
+    if !fits {
+        return Err(Error::MeshMismatch {
+            message: format!(
+                "kernel `{}` runs on {}, but --mesh {} was given (pass --mesh {}, or set the mesh's parameters with -p)",
+                m.kernel,
+                pk_runtime::cpu::mesh_text(m),
+                text(&given.0),
+                text(&sizes)
+            ),
+        });
+    }
+    Ok(Some(MeshRun {
+        shape: given.0.clone(),
+        schedules: a.schedules,
+        seed: a.seed,
+    }))
 }
 
 /// The wall-clock limit of a run: `None` is no limit.
@@ -129,6 +219,16 @@ pub fn run_options(a: &CpuArgs) -> RunOptions {
 
 /// Compiles the kernel of `file` (or loads the package directory `file`).
 pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
+    load_from(file, None, a)
+}
+
+/// [`load`], checking the kernel in `session` when the caller has `file`
+/// open already (so it is read and parsed once).
+pub fn load_from(
+    file: &Path,
+    session: Option<&pk_lang::Session>,
+    a: &CpuArgs,
+) -> Result<Loaded, u8> {
     a.kernel.validate()?;
     let fuel = a.fuel.is_some();
     let loaded = if super::common::is_package_arg(file) {
@@ -145,7 +245,15 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
         }
         load_package(file, fuel, a.check_uninit)?
     } else {
-        compile(file, a, fuel)?
+        let opened;
+        let session = match session {
+            Some(s) => s,
+            None => {
+                opened = pk_lang::Session::open(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+                &opened
+            }
+        };
+        compile(file, session, a, fuel)?
     };
     // Before any input file is read: the sizes follow from the operands.
     loaded
@@ -155,8 +263,9 @@ pub fn load(file: &Path, a: &CpuArgs) -> Result<Loaded, u8> {
     Ok(loaded)
 }
 
-fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
-    let module = pk_lang::compile_file(file, &a.kernel.options(true))
+fn compile(file: &Path, session: &pk_lang::Session, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
+    let module = session
+        .check(&a.kernel.options(true))
         .map_err(|f| report(&f).max(EXIT_ERRORS))?;
     let names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
     let k = &module.kernels[only_kernel(file, &names)?];
@@ -164,9 +273,7 @@ fn compile(file: &Path, a: &CpuArgs, fuel: bool) -> Result<Loaded, u8> {
         target: a.kernel.target(),
         check_uninit: a.check_uninit,
     };
-    let w = pk_lowering::wasm::lower(k, &module.sources, &opts)
-        .map_err(|e| report_cpu(&Error::from_lowering(&e, &module.sources)))?;
-    let kernel = CpuKernel::from_lowered(&w, fuel).map_err(|e| report_cpu(&e))?;
+    let kernel = CpuKernel::from_ir(k, &module.sources, &opts, fuel).map_err(|e| report_cpu(&e))?;
     Ok(Loaded {
         kernel,
         ir: Some(k.clone()),
@@ -271,7 +378,7 @@ impl Operands {
         self.list.iter().filter(|o| o.output)
     }
 
-    fn names(&self, output: bool) -> String {
+    pub fn names(&self, output: bool) -> String {
         let names: Vec<&str> = self
             .list
             .iter()
@@ -333,6 +440,72 @@ pub fn join(v: &[u64]) -> String {
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Runs a kernel on a mesh: each stacked input is split into the devices'
+/// arrays, the outputs stacked back. With `--schedules`, runs each random
+/// order in turn and reports the first that fails, with its seed; on
+/// failure, prints the diagnostic and returns the exit code.
+pub fn run_on_mesh(
+    k: &CpuKernel,
+    mesh: &MeshRun,
+    inputs: Vec<HostArray>,
+    opts: &RunOptions,
+) -> Result<Vec<HostArray>, u8> {
+    use pk_runtime::cpu::mesh::Order;
+    use std::sync::Arc;
+    let lead = mesh.shape.len();
+    let n: usize = mesh.shape.iter().product::<u64>() as usize;
+    let mut per: Vec<Vec<Arc<HostArray>>> = vec![Vec::new(); n];
+    for a in &inputs {
+        let inner: Vec<usize> = a.shape[lead..].to_vec();
+        let each = a.data.len() / n.max(1);
+        for (d, dev) in per.iter_mut().enumerate() {
+            dev.push(Arc::new(HostArray::new(
+                a.dtype,
+                inner.clone(),
+                a.data[d * each..(d + 1) * each].to_vec(),
+            )));
+        }
+    }
+    drop(inputs);
+    let orders: Vec<Order> = match mesh.schedules {
+        None => vec![Order::Fixed],
+        Some(count) => (0..count)
+            .map(|i| Order::Random(mesh.seed.wrapping_add(i)))
+            .collect(),
+    };
+    let mut last = None;
+    for order in orders {
+        match k.run_mesh(&per, opts, order) {
+            Ok((outs, _)) => last = Some(outs),
+            Err(e) => {
+                if let Order::Random(seed) = order {
+                    eprintln!(
+                        "the schedule with seed {seed} fails (replay it with --schedules 1 --seed {seed}):"
+                    );
+                }
+                return Err(report_cpu(&e));
+            }
+        }
+    }
+    let Some(outs) = last else {
+        return Err(report_cpu(&Error::Internal("no schedule ran".into())));
+    };
+    // Stack each output over the devices.
+    let count = outs.first().map_or(0, Vec::len);
+    let mut stacked = Vec::with_capacity(count);
+    for j in 0..count {
+        let first = &outs[0][j];
+        let mut shape: Vec<usize> = mesh.shape.iter().map(|&d| d as usize).collect();
+        shape.extend(&first.shape);
+        let mut data = Vec::with_capacity(first.data.len() * n);
+        for dev in &outs {
+            data.extend_from_slice(&dev[j].data);
+        }
+        stacked.push(HostArray::new(first.dtype, shape, data));
+    }
+    Ok(stacked)
 }
 
 /// `pkc emit wat`: the WebAssembly text of each kernel of a file.

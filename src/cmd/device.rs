@@ -44,6 +44,9 @@ pub enum Kernel {
     Cpu {
         loaded: Box<cpu::Loaded>,
         options: RunOptions,
+        /// On a mesh: every array stacks the devices' on leading
+        /// dimensions.
+        mesh: Option<cpu::MeshRun>,
     },
     Tpu(Box<TpuKernel>),
 }
@@ -61,6 +64,16 @@ impl Kernel {
     /// Prepares the kernel of `file` for the device of `d`; on failure,
     /// prints the diagnostics and returns the exit code.
     pub fn load(file: &Path, c: &CpuArgs, d: &DeviceArgs) -> Result<Kernel, u8> {
+        Kernel::load_from(file, None, c, d)
+    }
+
+    /// [`Kernel::load`] of a file the caller has open already as `session`.
+    pub fn load_from(
+        file: &Path,
+        session: Option<&pk_lang::Session>,
+        c: &CpuArgs,
+        d: &DeviceArgs,
+    ) -> Result<Kernel, u8> {
         match d.device {
             Device::Cpu => {
                 if d.libtpu.is_some() {
@@ -72,21 +85,31 @@ impl Kernel {
                     }
                     .report());
                 }
+                let loaded = cpu::load_from(file, session, c)?;
+                let mesh = cpu::mesh_run(&loaded.kernel, c).map_err(|e| report_cpu(&e))?;
                 Ok(Kernel::Cpu {
-                    loaded: Box::new(cpu::load(file, c)?),
+                    loaded: Box::new(loaded),
                     options: cpu::run_options(c),
+                    mesh,
                 })
             }
-            Device::Tpu => {
-                TpuKernel::load(file, c, d.libtpu.clone()).map(|k| Kernel::Tpu(Box::new(k)))
-            }
+            Device::Tpu => TpuKernel::load(file, session, c, d.libtpu.clone())
+                .map(|k| Kernel::Tpu(Box::new(k))),
         }
     }
 
     /// The operands the command-line files are checked against.
     pub fn operands(&self) -> Operands {
         match self {
-            Kernel::Cpu { loaded, .. } => Operands::of_cpu(&loaded.kernel),
+            Kernel::Cpu { loaded, mesh, .. } => {
+                let mut ops = Operands::of_cpu(&loaded.kernel);
+                if let Some(mesh) = mesh {
+                    for o in &mut ops.list {
+                        o.shape = mesh.shape.iter().chain(&o.shape).copied().collect();
+                    }
+                }
+                ops
+            }
             Kernel::Tpu(k) => Operands::of_ir(&k.kernel),
         }
     }
@@ -96,17 +119,31 @@ impl Kernel {
     /// prints the diagnostic and returns the exit code.
     pub fn run(&self, inputs: Vec<HostArray>) -> Result<Vec<HostArray>, u8> {
         match self {
-            Kernel::Cpu { loaded, options } => loaded
+            Kernel::Cpu {
+                loaded,
+                options,
+                mesh: None,
+            } => loaded
                 .kernel
                 .run(inputs, options)
                 .map_err(|e| report_cpu(&e)),
+            Kernel::Cpu {
+                loaded,
+                options,
+                mesh: Some(mesh),
+            } => cpu::run_on_mesh(&loaded.kernel, mesh, inputs, options),
             Kernel::Tpu(k) => k.run(&inputs),
         }
     }
 }
 
 impl TpuKernel {
-    fn load(file: &Path, c: &CpuArgs, libtpu: Option<PathBuf>) -> Result<TpuKernel, u8> {
+    fn load(
+        file: &Path,
+        session: Option<&pk_lang::Session>,
+        c: &CpuArgs,
+        libtpu: Option<PathBuf>,
+    ) -> Result<TpuKernel, u8> {
         c.kernel.validate()?;
         if let Some(flag) = cpu_only_flag(c) {
             return Err(UsageError::NotApplicable {
@@ -124,7 +161,10 @@ impl TpuKernel {
             }
             .report());
         }
-        let (target, built) = super::emit::build_stablehlo(file, &c.kernel)?;
+        let (target, built) = match session {
+            Some(s) => super::emit::build_stablehlo_of(s, &c.kernel)?,
+            None => super::emit::build_stablehlo(file, &c.kernel)?,
+        };
         let names: Vec<&str> = built
             .kernels
             .iter()
@@ -188,6 +228,8 @@ fn cpu_only_flag(c: &CpuArgs) -> Option<&'static str> {
         Some("--dma")
     } else if c.check_uninit {
         Some("--check-uninit")
+    } else if c.mesh.is_some() {
+        Some("--mesh")
     } else {
         None
     }
@@ -214,6 +256,9 @@ mod tests {
             fuel: None,
             dma: DmaArg::Start,
             check_uninit: false,
+            mesh: None,
+            schedules: None,
+            seed: 0,
         }
     }
 
@@ -236,7 +281,7 @@ mod tests {
             let Ok(Kernel::Cpu { loaded, .. }) = Kernel::load(&path, &c, &cpu_device()) else {
                 panic!("{file} loads on the CPU");
             };
-            let Ok(tpu) = TpuKernel::load(&path, &c, None) else {
+            let Ok(tpu) = TpuKernel::load(&path, None, &c, None) else {
                 panic!("{file} builds for the TPU");
             };
             let ops = Operands::of_cpu(&loaded.kernel);

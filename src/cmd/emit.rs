@@ -138,14 +138,16 @@ fn emit_stablehlo(a: &Args) -> u8 {
 /// selected) for the target of `--target`, exactly as `pkc build` packages
 /// it; on failure, prints the diagnostics and returns the exit code.
 pub fn build_stablehlo(file: &Path, k: &KernelArgs) -> Result<(TpuTarget, Built), u8> {
-    let Some(target) = TpuTarget::all()
-        .iter()
-        .copied()
-        .find(|&t| build::lang_target(t) == k.target())
-    else {
-        eprintln!("error: pk has no TPU target for `{}`", k.target());
-        return Err(EXIT_ERRORS);
-    };
+    let session = pk_lang::Session::open(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    build_stablehlo_of(&session, k)
+}
+
+/// [`build_stablehlo`] of a file already open.
+pub fn build_stablehlo_of(
+    session: &pk_lang::Session,
+    k: &KernelArgs,
+) -> Result<(TpuTarget, Built), u8> {
+    let target = k.target();
     let opts = build::BuildOptions {
         targets: vec![target],
         params: k.params.clone(),
@@ -153,7 +155,7 @@ pub fn build_stablehlo(file: &Path, k: &KernelArgs) -> Result<(TpuTarget, Built)
         cpu_reference: false,
         ..Default::default()
     };
-    match build::build_file(file, &opts) {
+    match build::build_session(session, &opts) {
         Ok(b) => Ok((target, b)),
         Err(f) => Err(report(&f).max(EXIT_ERRORS)),
     }

@@ -15,6 +15,7 @@ pub mod explain;
 pub mod fmt;
 #[cfg(unix)]
 pub mod interrupt;
+pub mod lsp;
 pub mod meta;
 pub mod output;
 pub mod profile;

@@ -75,7 +75,7 @@ pub struct Args {
 }
 
 fn parse_target(s: &str) -> Result<TpuTarget, String> {
-    s.trim().parse().map_err(|e: PjrtError| e.to_string())
+    pk_runtime::pjrt::parse_target(s).map_err(|e| e.to_string())
 }
 
 /// The unit class of an LLO instruction, by its mnemonic (`pkc profile`'s

@@ -51,6 +51,9 @@ pub fn run(mut a: Args) -> u8 {
     {
         return code;
     }
+    // With --tuned, the file is read and parsed once for the tuning cache's
+    // key and the kernel's check.
+    let mut session = None;
     if a.tuned {
         if super::common::is_package_arg(&a.file) {
             return UsageError::NotApplicable {
@@ -61,13 +64,14 @@ pub fn run(mut a: Args) -> u8 {
             .report();
         }
         let k = &a.cpu.kernel;
-        // The two crates name the generations alike.
-        let target: TpuTarget = match k.target().to_string().parse() {
-            Ok(t) => t,
-            Err(_) => TpuTarget::V5e,
+        let target: TpuTarget = k.target();
+        let session_opened = match pk_lang::Session::open(&a.file) {
+            Ok(s) => s,
+            Err(f) => return super::common::report(&f).max(super::common::EXIT_ERRORS),
         };
+        let session = session.insert(session_opened);
         match super::tune_cache::tuned_params(
-            &a.file,
+            session,
             k.kernel.as_deref(),
             &k.params,
             target,
@@ -77,7 +81,7 @@ pub fn run(mut a: Args) -> u8 {
             Err(code) => return code,
         }
     }
-    let kernel = match Kernel::load(&a.file, &a.cpu, &a.device) {
+    let kernel = match Kernel::load_from(&a.file, session.as_ref(), &a.cpu, &a.device) {
         Ok(k) => k,
         Err(code) => return code,
     };

@@ -1,6 +1,6 @@
 //! `pkc tune FILE -p M=.. [--in NAME=PATH].. --target T[,..] [--eval
 //! model|cpu|tpu] [--budget N] [--jobs J] [--seed S] [--timeout SECS|none]
-//! [--json] [--tuned-cache DIR] [--force] [--no-aot] [--plot FILE.svg]`:
+//! [--screen FACTOR|none] [--json] [--tuned-cache DIR] [--force] [--no-aot] [--plot FILE.svg]`:
 //! chooses a kernel's tunable parameters per target (docs/tuning.md).
 //!
 //! The pipeline, per target: look the request up in the tuning cache, and
@@ -11,7 +11,9 @@
 //! default); build each configuration with the checker for that target,
 //! which prunes what breaks the TPU's rules (and the kernel's `where`),
 //! counting the pruned per diagnostic code; compile the survivors with
-//! libtpu ahead of time, on `--jobs` threads, recording code size and
+//! libtpu ahead of time (under `--eval schedule` only those the roofline
+//! model puts within `--screen` of its best, and the default), on `--jobs`
+//! threads, recording code size and
 //! memory and dropping what libtpu refuses; rank them with one evaluator
 //! (successive halving over timing repeats for `cpu`, each run stopped at
 //! `--timeout`); print the best, the default and why it lost; cache the
@@ -35,7 +37,6 @@ use super::ui::{json_line, print_diagnostic, status, ui};
 use clap::{Args as ClapArgs, ValueEnum};
 use pk_lang::ir::{self, ParamValue};
 use pk_runtime::cpu::{npy, Error as CpuError};
-use pk_runtime::package::build;
 use pk_runtime::pjrt::{Plugin, TpuTarget};
 use pk_runtime::tune::cache::{self, Entry};
 use pk_runtime::tune::report::Report;
@@ -86,6 +87,12 @@ pub struct Args {
     /// ranked [default: 300, as `pkc run`].
     #[arg(long, value_name = "SECS|none", value_parser = parse_timeout)]
     pub timeout: Option<Timeout>,
+    /// `--eval schedule`: compile (and read libtpu's schedule of) only the
+    /// configurations the roofline model predicts within this factor of its
+    /// best (a number >= 1, e.g. 1.5), and the default; `none` compiles
+    /// every one [default: 1.5].
+    #[arg(long, value_name = "FACTOR|none", value_parser = parse_screen)]
+    pub screen: Option<Screen>,
     /// Print one JSON object per target instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +126,40 @@ impl Args {
     /// default.
     pub fn timeout(&self) -> Timeout {
         self.timeout.unwrap_or(Timeout(Some(DEFAULT_TIMEOUT)))
+    }
+
+    /// The screen's margin: `--screen`, else [`DEFAULT_SCREEN`]; `None`
+    /// (every configuration compiled) for evaluators other than
+    /// `schedule`.
+    pub fn screen(&self) -> Option<f64> {
+        match self.eval {
+            Eval::Schedule => self.screen.unwrap_or(Screen(Some(DEFAULT_SCREEN))).0,
+            _ => None,
+        }
+    }
+}
+
+/// `--screen`: the margin over the roofline model's best within which a
+/// configuration is compiled under `--eval schedule`; `None` compiles all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Screen(pub Option<f64>);
+
+/// The default `--screen`. On the library's spaces measured by
+/// `bench/screen_margin.py` (docs/tuning.md, "The screen"), the schedule
+/// model's best is at most 1.19x the roofline model's best by the roofline
+/// model's own times; 1.5 keeps it with room to spare.
+pub const DEFAULT_SCREEN: f64 = 1.5;
+
+/// `--screen`: a finite number of at least 1, or `none`.
+fn parse_screen(s: &str) -> Result<Screen, String> {
+    if s == "none" {
+        return Ok(Screen(None));
+    }
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 1.0 => Ok(Screen(Some(f))),
+        _ => Err(format!(
+            "`{s}` is not a factor of at least 1 (e.g. 1.5) or `none`"
+        )),
     }
 }
 
@@ -248,6 +289,14 @@ pub fn run(mut a: Args) -> u8 {
     if let Err(e) = super::tune_inputs::check_given(&a.inputs) {
         return super::cpu::report_cpu(&e);
     }
+    if a.screen.is_some() && a.eval != Eval::Schedule {
+        return super::usage::UsageError::NotApplicable {
+            flag: "--screen".into(),
+            context: format!("with --eval {}", a.eval.name()),
+            hint: "--screen chooses which configurations --eval schedule compiles".into(),
+        }
+        .report();
+    }
     if a.timeout.is_some() && a.eval != Eval::Cpu {
         return super::usage::UsageError::NotApplicable {
             flag: "--timeout".into(),
@@ -256,15 +305,22 @@ pub fn run(mut a: Args) -> u8 {
         }
         .report();
     }
-    let text = match pk_lang::read_source(&a.file) {
-        Ok(t) => t,
+    // The file is read, parsed and resolved once; every configuration and
+    // target is checked against that.
+    let session = match pk_lang::Session::open(&a.file) {
+        Ok(s) => s,
         Err(f) => return report(&f).max(EXIT_ERRORS),
     };
+    let text = session
+        .sources()
+        .get(pk_lang::span::FileId(0))
+        .text
+        .to_string();
     // The parameters alone fix the kernel, the space and the values the
     // cache is keyed by: the default configuration need not be valid for
     // the shapes given.
     let first = a.target.0[0];
-    let (name, params) = match kernel_params(&a.file, a.kernel.as_deref(), &a.params, first) {
+    let (name, params) = match kernel_params(&session, a.kernel.as_deref(), &a.params, first) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -275,7 +331,7 @@ pub fn run(mut a: Args) -> u8 {
         });
         return EXIT_ERRORS;
     }
-    let configs = match choose(&a, &name, &space, first) {
+    let configs = match choose(&a, &session, &name, &space, first) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -319,7 +375,9 @@ pub fn run(mut a: Args) -> u8 {
     let mut ray = None;
     if let (Some(address), Some(s)) = (&a.ray, &sweep) {
         for &target in &todo {
-            staged.push(stage(&a, &name, &space, &configs, target, None, &s.given));
+            staged.push(stage(
+                &a, &session, &name, &space, &configs, target, None, &s.given,
+            ));
         }
         match compile_on_ray(address, a.libtpu.as_deref(), &name, &mut staged) {
             Ok(u) => ray = Some(u),
@@ -345,7 +403,9 @@ pub fn run(mut a: Args) -> u8 {
             (Plan::Tune, Some(s)) => {
                 let st = match staged.next() {
                     Some(st) => st,
-                    None => stage(&a, &name, &space, &configs, target, s.plugin, &s.given),
+                    None => stage(
+                        &a, &session, &name, &space, &configs, target, s.plugin, &s.given,
+                    ),
                 };
                 let aot = s.plugin.is_some() || ray.is_some();
                 let r = finish(&a, &space, st, aot, ray.clone(), s.device.as_ref());
@@ -625,9 +685,15 @@ fn print_all_pruned(a: &Args, name: &str, r: &Report) {
 /// The configurations to try: the space filtered by the kernel's `where`
 /// constraints (with the `-p` values), then sampled to `--budget` with
 /// `--seed`. Says how many the constraints leave when they exclude some.
-fn choose(a: &Args, name: &str, space: &Space, target: TpuTarget) -> Result<Vec<Config>, u8> {
+fn choose(
+    a: &Args,
+    session: &pk_lang::Session,
+    name: &str,
+    space: &Space,
+    target: TpuTarget,
+) -> Result<Vec<Config>, u8> {
     let opts = pk_lang::Options {
-        target: build::lang_target(target),
+        target,
         params: a.params.clone(),
         kernel: Some(name.to_string()),
         ..Default::default()
@@ -640,7 +706,7 @@ fn choose(a: &Args, name: &str, space: &Space, target: TpuTarget) -> Result<Vec<
         if failure.is_some() {
             return vec![false; cs.len()];
         }
-        match pk_lang::where_holds(&a.file, &opts, &names, cs) {
+        match session.where_holds(&opts, &names, cs) {
             Ok(h) => {
                 considered += h.len() as u64;
                 excluded += h.iter().filter(|ok| !**ok).count() as u64;
@@ -687,29 +753,32 @@ pub(super) fn space_of(params: &[ir::Param], fixed: &[(String, String)]) -> Spac
 
 /// The one selected kernel's name and checked parameters.
 pub(super) fn kernel_params(
-    file: &Path,
+    session: &pk_lang::Session,
     kernel: Option<&str>,
     params: &[(String, String)],
     target: TpuTarget,
 ) -> Result<(String, Vec<ir::Param>), u8> {
     let opts = pk_lang::Options {
-        target: build::lang_target(target),
+        target,
         params: params.to_vec(),
         kernel: kernel.map(str::to_string),
         specialise: true,
         ..Default::default()
     };
-    let mut ks = pk_lang::kernel_params(file, &opts).map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    let mut ks = session
+        .params(&opts)
+        .map_err(|f| report(&f).max(EXIT_ERRORS))?;
+    let file = session.name();
     match ks.len() {
         1 => Ok(ks.remove(0)),
         0 => Err(super::usage::UsageError::NoKernel {
-            file: file.display().to_string(),
+            file: file.to_string(),
         }
         .report()),
         _ => {
             let names: Vec<&str> = ks.iter().map(|(n, _)| n.as_str()).collect();
             Err(super::usage::UsageError::SeveralKernels {
-                file: file.display().to_string(),
+                file: file.to_string(),
                 names: names.join(", "),
             }
             .report())

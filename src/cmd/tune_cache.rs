@@ -10,7 +10,6 @@
 //! invariant: `--tuned` applies only the tuned parameters of an entry, and
 //! never one given with `-p`.
 
-use super::common::{report, EXIT_ERRORS};
 use super::tune::{kernel_params, space_of, Args, Eval, TuneError};
 use super::ui::{print_diagnostic, status};
 use pk_lang::ir;
@@ -116,6 +115,7 @@ pub(super) fn settings(a: &Args) -> Settings {
             Eval::Cpu => a.timeout().0.map(|d| d.as_secs_f64()),
             _ => None,
         },
+        screen: a.screen(),
     }
 }
 
@@ -140,21 +140,21 @@ pub(super) fn answers(entry: &Entry, settings: &Settings, configs: &[Config]) ->
 /// reference, and that to the model's; a damaged one is skipped with the
 /// warning PK6008.
 pub fn tuned_params(
-    file: &Path,
+    session: &pk_lang::Session,
     kernel: Option<&str>,
     params: &[(String, String)],
     target: TpuTarget,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<(String, String)>, u8> {
-    let text = pk_lang::read_source(file).map_err(|f| report(&f).max(EXIT_ERRORS))?;
-    let (name, kparams) = kernel_params(file, kernel, params, target)?;
+    let text = &session.sources().get(pk_lang::span::FileId(0)).text;
+    let (name, kparams) = kernel_params(session, kernel, params, target)?;
     let space = space_of(&kparams, params);
     let mut damaged = false;
     let found = cache::dir(cache_dir).and_then(|dir| {
         [Eval::Tpu, Eval::Cpu, Eval::Schedule, Eval::Model]
             .into_iter()
             .find_map(|e| {
-                let key = key(&text, &name, &kparams, &space, target, e);
+                let key = key(text, &name, &kparams, &space, target, e);
                 find(
                     &dir,
                     &key,

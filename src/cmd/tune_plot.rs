@@ -46,6 +46,7 @@ const RANKED: &str = "#1f77b4";
 const PRUNED: &str = "#d62728";
 const REFUSED: &str = "#ff7f0e";
 const NOT_TIMED: &str = "#7f7f7f";
+const SCREENED: &str = "#9467bd";
 const BEST: &str = "#2ca02c";
 const DEFAULT: &str = "#171717";
 
@@ -198,6 +199,7 @@ fn panel(
             Status::TimedOut { .. } | Status::Failed { .. } => {
                 ("point not-timed", frame.strip_y(), hollow(NOT_TIMED))
             }
+            Status::Screened { .. } => ("point screened", frame.strip_y(), hollow(SCREENED)),
         };
         writeln!(
             out,
@@ -249,11 +251,12 @@ fn title(r: &Report) -> String {
 }
 
 /// The legend's labels.
-const LEGEND: [&str; 6] = [
+const LEGEND: [&str; 7] = [
     "ranked",
     "pruned by the checker",
     "refused by libtpu",
     "timed out or not timed",
+    "not compiled (--screen)",
     "best",
     "default",
 ];
@@ -271,7 +274,7 @@ fn hollow(color: &str) -> String {
 
 /// The key to the marks, on one line.
 fn legend(out: &mut String, x: f64, y: f64) -> std::fmt::Result {
-    let items: [(&str, String); 6] = [
+    let items: [(&str, String); 7] = [
         (
             LEGEND[0],
             format!(
@@ -299,8 +302,15 @@ fn legend(out: &mut String, x: f64, y: f64) -> std::fmt::Result {
                 hollow(NOT_TIMED)
             ),
         ),
-        (LEGEND[4], triangle_at("{x}", "{y}")),
-        (LEGEND[5], square_at("{x}", "{y}")),
+        (
+            LEGEND[4],
+            format!(
+                r#"<circle cx="{{x}}" cy="{{y}}" r="3.5" {}/>"#,
+                hollow(SCREENED)
+            ),
+        ),
+        (LEGEND[5], triangle_at("{x}", "{y}")),
+        (LEGEND[6], square_at("{x}", "{y}")),
     ];
     writeln!(out, r#"<g class="legend">"#)?;
     let mut cx = x + 6.0;

@@ -252,7 +252,7 @@ pub fn worker(a: WorkerArgs) -> u8 {
     };
     for job in request["jobs"].as_array().into_iter().flatten() {
         let id = job["id"].clone();
-        let target = job["target"].as_str().unwrap_or("").parse::<TpuTarget>();
+        let target = pk_runtime::pjrt::parse_target(job["target"].as_str().unwrap_or(""));
         let (Ok(target), Some(module)) = (target, job["module"].as_str()) else {
             return fail(format!("job {id} has no valid target or module"));
         };

@@ -111,6 +111,8 @@ pub fn summarise(
             .describe()
             .to_string(),
         schedule_fallbacks: unranked(&r.schedule_fallbacks),
+        screen: r.screen,
+        screened: r.screened,
     }
 }
 
@@ -124,7 +126,7 @@ pub fn table(r: &Report) -> String {
     };
     let kept = r.tried - r.pruned.values().sum::<usize>();
     let compiled = if r.aot {
-        format!("{} compiled by libtpu", kept - r.refused.len())
+        format!("{} compiled by libtpu", kept - r.screened - r.refused.len())
     } else {
         "libtpu not run (--no-aot)".to_string()
     };
@@ -135,6 +137,12 @@ pub fn table(r: &Report) -> String {
     if !r.pruned.is_empty() {
         let parts: Vec<String> = r.pruned.iter().map(|(c, n)| format!("{c} x{n}")).collect();
         out.push_str(&format!("  pruned by the checker: {}\n", parts.join(", ")));
+    }
+    if let (Some(m), true) = (r.screen, r.screened > 0) {
+        out.push_str(&format!(
+            "  not compiled, the roofline model predicting them over {m}x its best (--screen none compiles them): {}\n",
+            r.screened
+        ));
     }
     if r.aot {
         out.push_str(&format!("  refused by libtpu: {}\n", r.refused.len()));
@@ -245,6 +253,10 @@ fn default_missing(r: &Report) -> String {
         Some(Status::TimedOut { message }) => format!("it timed out: {message}"),
         Some(Status::Failed { message }) => format!("it could not be timed: {message}"),
         Some(Status::Ranked { .. }) => "it was ranked".into(),
+        Some(Status::Screened { predicted_seconds }) => format!(
+            "it was not compiled: the roofline model predicts {}, past the screen's margin",
+            time(*predicted_seconds)
+        ),
     }
 }
 

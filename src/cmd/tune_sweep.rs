@@ -38,6 +38,9 @@ pub(super) enum Outcome {
     /// libtpu refused it: its message's first line.
     Refused(String),
     Built(Box<Candidate>),
+    /// Checked and predicted, not compiled: the roofline model puts it
+    /// past the screen's margin (`--screen`).
+    Screened(Box<Candidate>),
 }
 
 /// Why the evaluator has no time for a built configuration.
@@ -104,6 +107,10 @@ pub struct TargetResult {
     /// `--eval schedule`: configurations ranked by the roofline model since
     /// their schedule could not be read, with why.
     pub schedule_fallbacks: Vec<(String, String)>,
+    /// `--eval schedule`: the screen's margin, and how many configurations
+    /// it left uncompiled.
+    pub screen: Option<f64>,
+    pub screened: usize,
 }
 
 /// One target's configurations after the checker (and, without `--ray`,
@@ -115,9 +122,12 @@ pub(super) struct Staged {
 }
 
 /// Checks and lowers every configuration tried for `target` and, with a
-/// plugin, compiles the survivors, on `--jobs` threads.
+/// plugin, compiles the survivors, on `--jobs` threads. Under `--screen`
+/// only the survivors the roofline model cannot rule out are compiled.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     a: &Args,
+    session: &pk_lang::Session,
     name: &str,
     space: &Space,
     configs: &[Config],
@@ -130,53 +140,155 @@ pub(super) fn stage(
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, configs.len().max(1));
-    let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
-    bar.set_message(if plugin.is_some() {
-        "checking and compiling"
-    } else {
-        "checking"
-    });
-    let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     let g = Generation::of(target);
+    let bar = progress(configs.len() as u64, &format!("tune {name} {target}"));
+    bar.set_message("checking");
+    let mut outcomes = in_parallel(jobs, configs.len(), |i| {
+        let o = lower(a, session, space, &configs[i], target, g, given);
+        bar.inc(1);
+        o
+    });
+    bar.finish_and_clear();
+    let Some(p) = plugin else {
+        return Staged {
+            target,
+            configs: configs.to_vec(),
+            outcomes,
+        };
+    };
     // `--eval schedule`: schedules already captured are kept beside the
     // tuning cache, so a configuration that recurs is not compiled again.
     let kept = (a.eval == Eval::Schedule)
         .then(|| cache::dir(a.tuned_cache.as_deref()))
         .flatten()
         .map(|d| d.join("schedules"));
-    // Each worker takes the next configuration: check and lower it for the
-    // target, then compile it with libtpu.
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(c) = configs.get(i) else { break };
-                let mut o = lower(a, space, c, target, g, given);
-                if let (Some(p), Outcome::Built(cand)) = (plugin, &o) {
-                    let (compiled, captured) = match module_of(cand, target) {
-                        Ok(m) => compile_cached(p, target, m, kept.as_deref()),
-                        Err(e) => (Err(e), Captured::Off),
-                    };
-                    o = with_compile(o, compiled);
-                    o = with_schedule(o, captured, g);
-                }
-                outcomes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((i, o));
-                bar.inc(1);
-            });
-        }
-    });
-    bar.finish_and_clear();
-    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcomes.sort_by_key(|(i, _)| *i);
+    let compile = |todo: Vec<(usize, Outcome)>| -> Vec<(usize, Outcome)> {
+        let bar = progress(todo.len() as u64, &format!("tune {name} {target}"));
+        bar.set_message("compiling");
+        let todo: Vec<Mutex<Option<(usize, Outcome)>>> =
+            todo.into_iter().map(|t| Mutex::new(Some(t))).collect();
+        let done = in_parallel(jobs.min(todo.len().max(1)), todo.len(), |k| {
+            let taken = todo[k].lock().unwrap_or_else(|e| e.into_inner()).take();
+            let (i, mut o) = taken.expect("each job is taken once");
+            if let Outcome::Built(cand) = &o {
+                let (compiled, captured) = match module_of(cand, target) {
+                    Ok(m) => compile_cached(p, target, m, kept.as_deref()),
+                    Err(e) => (Err(e), Captured::Off),
+                };
+                o = with_compile(o, compiled);
+                o = with_schedule(o, captured, g);
+            }
+            bar.inc(1);
+            (i, o)
+        });
+        bar.finish_and_clear();
+        done
+    };
+    let screened = screen(&mut outcomes, configs, space, a.screen());
+    let todo = take_built(&mut outcomes);
+    let any_compiled = put_back(&mut outcomes, compile(todo));
+    // When libtpu refused every configuration within the margin, the
+    // screened ones are compiled after all: a ranking is never lost to the
+    // screen.
+    if !any_compiled && screened > 0 {
+        let todo = take_screened(&mut outcomes);
+        put_back(&mut outcomes, compile(todo));
+    }
     Staged {
         target,
         configs: configs.to_vec(),
-        outcomes: outcomes.into_iter().map(|(_, o)| o).collect(),
+        outcomes,
     }
+}
+
+/// `f(0)`, .., `f(n - 1)` on `jobs` threads, each taking the next index;
+/// the results in index order.
+fn in_parallel<T: Send>(jobs: usize, n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                out.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Marks as screened every built configuration whose roofline prediction
+/// is more than `margin` times the best built one's, except the default
+/// (always compiled, so that its rank is known); the number marked.
+fn screen(
+    outcomes: &mut [Outcome],
+    configs: &[Config],
+    space: &Space,
+    margin: Option<f64>,
+) -> usize {
+    let Some(margin) = margin else { return 0 };
+    let best = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Built(c) => Some(c.prediction.seconds),
+            _ => None,
+        })
+        .fold(f64::INFINITY, f64::min);
+    let default = space.default_config();
+    let mut n = 0;
+    for (o, c) in outcomes.iter_mut().zip(configs) {
+        let out = matches!(o, Outcome::Built(cand)
+            if cand.prediction.seconds > margin * best && default.as_ref() != Some(c));
+        if out {
+            if let Outcome::Built(cand) = std::mem::replace(o, Outcome::Pruned(String::new())) {
+                *o = Outcome::Screened(cand);
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The built outcomes, taken out of `outcomes` with their indices; a
+/// placeholder stays until they are put back.
+fn take_built(outcomes: &mut [Outcome]) -> Vec<(usize, Outcome)> {
+    let mut out = Vec::new();
+    for (i, o) in outcomes.iter_mut().enumerate() {
+        if matches!(o, Outcome::Built(_)) {
+            out.push((i, std::mem::replace(o, Outcome::Pruned(String::new()))));
+        }
+    }
+    out
+}
+
+/// The screened outcomes, taken out as built ones to compile.
+fn take_screened(outcomes: &mut [Outcome]) -> Vec<(usize, Outcome)> {
+    let mut out = Vec::new();
+    for (i, o) in outcomes.iter_mut().enumerate() {
+        if matches!(o, Outcome::Screened(_)) {
+            if let Outcome::Screened(c) = std::mem::replace(o, Outcome::Pruned(String::new())) {
+                out.push((i, Outcome::Built(c)));
+            }
+        }
+    }
+    out
+}
+
+/// Puts compiled outcomes back in their places; whether any of them
+/// compiled (was not refused).
+fn put_back(outcomes: &mut [Outcome], done: Vec<(usize, Outcome)>) -> bool {
+    let mut any = false;
+    for (i, o) in done {
+        any |= matches!(o, Outcome::Built(_));
+        outcomes[i] = o;
+    }
+    any
 }
 
 /// Sends the compiles of every staged target's candidates to the Ray
@@ -278,6 +390,7 @@ pub(super) fn finish(
     // The configurations' states, `None` for a built one until it is ranked.
     let mut states: Vec<Option<Status>> = Vec::new();
     let mut input_error = None;
+    let mut screened = 0;
     for (i, o) in outcomes.into_iter().enumerate() {
         let status = match o {
             Outcome::Pruned(code) => {
@@ -298,6 +411,12 @@ pub(super) fn finish(
             Outcome::Built(c) => {
                 built.push(*c);
                 None
+            }
+            Outcome::Screened(c) => {
+                screened += 1;
+                Some(Status::Screened {
+                    predicted_seconds: c.prediction.seconds,
+                })
             }
         };
         states.push(status);
@@ -366,6 +485,8 @@ pub(super) fn finish(
         aot,
         ray,
         schedule_fallbacks,
+        screen: a.screen(),
+        screened,
     }
 }
 
@@ -373,6 +494,7 @@ pub(super) fn finish(
 /// not seen it yet.
 fn lower(
     a: &Args,
+    session: &pk_lang::Session,
     space: &Space,
     c: &Config,
     target: TpuTarget,
@@ -389,7 +511,7 @@ fn lower(
         cpu_reference: !a.eval.predicts(),
         ..Default::default()
     };
-    let b = match build::build_file(&a.file, &opts) {
+    let b = match build::build_session(session, &opts) {
         Ok(b) => b,
         Err(f) => {
             let code = f

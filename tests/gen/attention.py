@@ -108,6 +108,12 @@ def cases():
         # Without residuals the kernel has one output.
         flash_case("flash_bf16_no_residuals_s256d128_bq64bk128", "bf16", 1, 2, 2, 256, 256, 128,
                    64, 128, residuals=False),
+        # Key blocks of several times 128 lanes: the row statistics are
+        # repeated across the block's lanes where the scores read them.
+        flash_case("flash_f32_causal_s256d128_bq128bk256", "f32", 1, 1, 1, 256, 256, 128,
+                   128, 256),
+        flash_case("flash_bf16_causal_softcap_s384_bq128bk384", "bf16", 1, 1, 1, 384, 384, 128,
+                   128, 384, soft_cap=20.0),
     ]
 
 

@@ -523,6 +523,48 @@ impl<'c, 'p> Builder<'c, 'p> {
     // ---- Expressions ---------------------------------------------------------
 
     pub fn expr(&mut self, e: &Expr) -> Val {
+        let v = self.expr_kind(e);
+        if self.ck.types.is_some() {
+            self.record(e.span, &v);
+        }
+        v
+    }
+
+    /// Notes what `v` is at `span` when the checker records types.
+    pub fn record(&mut self, span: Span, v: &Val) {
+        let note = match v {
+            Val::V(x) => self.ty(*x).to_string(),
+            Val::Int(d) => format!("int = {d}"),
+            Val::Float(x) => format!("float = {x}"),
+            Val::Bool(b) => format!("bool = {b}"),
+            Val::Dtype(d) => format!("dtype = {d}"),
+            Val::Ref(r) => match self.refs.get(*r) {
+                Some(decl) => decl.ty.to_string(),
+                None => return,
+            },
+            Val::View(sub) => match self.refs.get(sub.target) {
+                Some(decl) => format!(
+                    "view of `{}`: ref<{} {}[{}]>",
+                    decl.name,
+                    decl.ty.space.name(),
+                    decl.ty.dtype,
+                    crate::ir::types::shape_str(&sub.shape)
+                ),
+                None => return,
+            },
+            Val::Tuple(items) => {
+                let parts: Vec<String> = items.iter().map(|(x, _)| self.describe(x)).collect();
+                format!("({})", parts.join(", "))
+            }
+            Val::None => "none".to_string(),
+            Val::List(_) | Val::Unit | Val::Err => return,
+        };
+        if let Some(t) = self.ck.types.as_mut() {
+            t.push((span, note));
+        }
+    }
+
+    fn expr_kind(&mut self, e: &Expr) -> Val {
         match &e.kind {
             ExprKind::Int(v) => match i64::try_from(*v) {
                 Ok(v) => Val::Int(Dim::Known(v)),

@@ -10,7 +10,7 @@ mod align;
 mod arith;
 mod assert;
 pub mod builder;
-mod builtins;
+pub mod builtins;
 mod calls;
 mod dyngrid;
 mod header;
@@ -32,6 +32,11 @@ mod windows;
 /// Whether `name` is a builtin function.
 pub fn is_builtin(name: &str) -> bool {
     builtins::find(name).is_some()
+}
+
+/// Every builtin function, for editors.
+pub fn builtins_table() -> &'static [builtins::Builtin] {
+    builtins::BUILTINS
 }
 
 use crate::ast::{self, Clause, Expr, ExprKind};
@@ -81,6 +86,11 @@ pub struct Checker<'p> {
     /// The parameter values of the kernel being checked, for the notes of a
     /// failed static assertion.
     pub shown_params: Vec<assert::ParamShown>,
+    /// When set (by the editor analysis, [`crate::analysis`]), what each
+    /// checked expression is, at its span: a type (`f32[128, 128]`), a
+    /// compile-time constant or a ref. Recording never changes a
+    /// diagnostic; an expression inlined twice is recorded twice.
+    pub types: Option<Vec<(Span, String)>>,
 }
 
 impl<'p> Checker<'p> {
@@ -97,6 +107,7 @@ impl<'p> Checker<'p> {
             runtime_names: Vec::new(),
             inlined: Vec::new(),
             shown_params: Vec::new(),
+            types: None,
         }
     }
 

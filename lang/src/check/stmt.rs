@@ -53,6 +53,9 @@ impl Builder<'_, '_> {
                     Some(t) => self.annotated(t, v, value.span),
                     None => v,
                 };
+                if self.ck.types.is_some() {
+                    self.record(name.span, &v);
+                }
                 if *mutable {
                     if matches!(v, Val::Err) {
                         self.bind(&name.name, Binding::Val(Val::Err));

@@ -468,6 +468,11 @@ codes! {
         why: "One canonical layout keeps diffs to what changed; the label points at the first line that differs. `pkc fmt FILE` rewrites the file (comments and meaning are kept).",
         example: "fn f(x){x+1}   // error under --check\nfn f(x) {\n    x + 1\n}",
     }
+    BAD_WORKSPACE = "PK0011" "bad-workspace-file" {
+        what: "The workspace file `pk.toml` cannot be read: it is not TOML, names an unknown target, or gives a parameter a value that is not an integer, a float, a bool or a string.",
+        why: "`pkc check` and `pkc lsp` take their default targets and parameter sets from `pk.toml` (docs/editor.md); a broken file would silently check something else.",
+        example: "targets = [\"v9\"]   # error: no such TPU\ntargets = [\"v5e\", \"v6e\"]\n\n[[params]]\nM = 1024",
+    }
     INTERNAL = "PK0999" "internal-error" {
         what: "pk produced invalid IR for a kernel it accepted.",
         why: "The IR verifier found a broken invariant; this is a bug in pk, not in the kernel.",

@@ -1,5 +1,6 @@
 //! A cost estimate of one kernel call, derived from the IR: floating-point
-//! operations, transcendental evaluations and HBM bytes moved. XLA uses it
+//! operations, transcendental evaluations, HBM bytes moved and bytes sent
+//! to other devices (remote copies over the interconnect). XLA uses it
 //! (the `cost_estimate` of a `tpu_custom_call`) to schedule around the
 //! kernel; `pkc bench` divides by it to report GFLOP/s and GB/s.
 //!
@@ -18,6 +19,11 @@ pub struct Cost {
     pub flops: u64,
     pub transcendentals: u64,
     pub bytes_accessed: u64,
+    /// Bytes this device sends to others: the window of every remote copy
+    /// it starts, counted once per time the copy starts (loops with
+    /// constant bounds multiply; of an `if` the branch that specialisation
+    /// fixed, else the dearer one).
+    pub remote_bytes: u64,
 }
 
 /// Grids larger than this are not simulated step by step; every step then
@@ -26,10 +32,8 @@ const MAX_SIMULATED_STEPS: u64 = 1 << 20;
 
 pub fn estimate(k: &Kernel) -> Cost {
     let steps = k.grid_steps().unwrap_or(1);
-    let mut body = OpCost::default();
-    if let Some(e) = k.body.entry {
-        body = block_cost(&k.body, e);
-    }
+    // One step's work, by the rules the tuner counts with too.
+    let body = super::work::step(k);
     let mut bytes = 0u64;
     for o in &k.operands {
         let elem = o.dtype.bytes();
@@ -47,16 +51,11 @@ pub fn estimate(k: &Kernel) -> Cost {
         }
     }
     Cost {
-        flops: body.flops.saturating_mul(steps),
+        flops: body.flops().saturating_mul(steps),
         transcendentals: body.transcendentals.saturating_mul(steps),
         bytes_accessed: bytes,
+        remote_bytes: body.remote_bytes.saturating_mul(steps),
     }
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct OpCost {
-    flops: u64,
-    transcendentals: u64,
 }
 
 fn elements(f: &Func, v: Value) -> u64 {
@@ -72,63 +71,6 @@ pub fn vector_elements(f: &Func, o: &Op) -> u64 {
         .filter(|r| !f.ty(**r).is_scalar())
         .map(|r| elements(f, *r))
         .unwrap_or(0)
-}
-
-fn block_cost(f: &Func, b: BlockId) -> OpCost {
-    let mut c = OpCost::default();
-    for &op in &f.blocks[b].ops {
-        let o = &f.ops[op];
-        // Scalar-unit work (index arithmetic, loop counters) is not counted:
-        // the estimate is about the vector and matrix units.
-        let out = vector_elements(f, o);
-        match &o.kind {
-            OpKind::Unary(u, _) => {
-                c.flops += out;
-                if u.is_transcendental() {
-                    c.transcendentals += out;
-                }
-            }
-            OpKind::Binary(..) | OpKind::Compare(..) | OpKind::Select { .. } => c.flops += out,
-            OpKind::Reduce { value, .. } => c.flops += elements(f, *value),
-            OpKind::Dot { lhs, trans_lhs, .. } => {
-                let s = f.ty(*lhs).shape();
-                let kdim = if *trans_lhs {
-                    s[0].get()
-                } else {
-                    s.get(1).map(Dim::get).unwrap_or(1)
-                };
-                c.flops += 2 * out * kdim;
-            }
-            OpKind::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                // Charge the more expensive branch.
-                let (t, e) = (block_cost(f, *then_block), block_cost(f, *else_block));
-                c.flops += t.flops.max(e.flops);
-                c.transcendentals += t.transcendentals.max(e.transcendentals);
-            }
-            OpKind::For {
-                lo, hi, step, body, ..
-            } => {
-                let trips = match (const_int(f, *lo), const_int(f, *hi)) {
-                    (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
-                    _ => 1,
-                };
-                let inner = block_cost(f, *body);
-                c.flops += inner.flops * trips;
-                c.transcendentals += inner.transcendentals * trips;
-            }
-            OpKind::While { cond, body, .. } => {
-                let (a, b) = (block_cost(f, *cond), block_cost(f, *body));
-                c.flops += a.flops + b.flops;
-                c.transcendentals += a.transcendentals + b.transcendentals;
-            }
-            _ => {}
-        }
-    }
-    c
 }
 
 /// The value of an i32 constant op, if `v` is one.

@@ -20,6 +20,7 @@ pub mod cost;
 pub mod print;
 pub mod types;
 pub mod verify;
+pub mod work;
 
 pub use arena::{Arena, Handle};
 pub use types::{shape_str, DType, Dim, RefType, Shape, Space, SymExpr, SymOp, Type};

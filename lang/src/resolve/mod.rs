@@ -13,8 +13,9 @@ use crate::ast::{self, Item};
 use crate::diag::{codes, Diag};
 use crate::parse;
 use crate::span::{FileId, SourceMap, Span};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The standard library, compiled into pk so it works from any directory.
 pub const STD_MODULES: &[(&str, &str)] = &[
@@ -36,16 +37,17 @@ pub enum ItemRef {
     Module(ModId),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ModuleInfo {
     pub name: String,
     pub file: FileId,
-    pub ast: ast::Module,
+    /// Shared with the [`ParseCache`] that parsed it, when there is one.
+    pub ast: Arc<ast::Module>,
     pub names: HashMap<String, (ItemRef, Span)>,
 }
 
 /// Every module of one compilation; module 0 is the root file.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Program {
     pub modules: Vec<ModuleInfo>,
 }
@@ -108,6 +110,35 @@ impl Program {
     }
 }
 
+/// What a [`Loader`] keeps of each file between loads of the same program
+/// (a [`crate::Session`] after an edit): its parse, and the diagnostics of
+/// its bodies. A file whose text did not change is not parsed again, and a
+/// module whose text and whose imports did not change is not resolved
+/// again. Files keep their [`FileId`] in the source map they were loaded
+/// into, so the cache belongs with that one map.
+#[derive(Debug, Default, Clone)]
+pub struct ParseCache {
+    files: HashMap<String, Parsed>,
+    /// Files parsed so far (cache misses).
+    pub parses: usize,
+    /// Module bodies resolved so far (cache misses).
+    pub resolves: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Parsed {
+    file: FileId,
+    text: Arc<str>,
+    ast: Arc<ast::Module>,
+    diags: Vec<Diag>,
+    /// The diagnostics of the module's bodies, and the keys of the modules
+    /// they were resolved against.
+    bodies: Option<(Vec<Diag>, Vec<String>)>,
+}
+
+/// The cache key of the root file.
+const ROOT_KEY: &str = "\0root";
+
 /// Loads the root file and everything it uses.
 pub struct Loader<'a> {
     pub sources: &'a mut SourceMap,
@@ -117,9 +148,18 @@ pub struct Loader<'a> {
     /// from a kernel package rather than the disk (see
     /// [`crate::compile_embedded`]); the disk is then never read.
     pub embedded: Option<Vec<(String, String)>>,
+    /// Texts of sibling modules that stand for the disk's (an editor's
+    /// unsaved buffers), by the path `use` reads them from.
+    pub overlays: HashMap<String, String>,
     pub diags: Vec<Diag>,
+    /// Parses kept from an earlier load into the same `sources`.
+    pub cache: Option<&'a mut ParseCache>,
     program: Program,
     by_key: HashMap<String, ModId>,
+    /// The cache key of each module, by [`ModId`].
+    keys: Vec<String>,
+    /// Modules parsed in this load (changed or new).
+    fresh: HashSet<usize>,
 }
 
 impl<'a> Loader<'a> {
@@ -128,9 +168,13 @@ impl<'a> Loader<'a> {
             sources,
             dir,
             embedded: None,
+            overlays: HashMap::new(),
             diags: Vec::new(),
+            cache: None,
             program: Program::default(),
             by_key: HashMap::new(),
+            keys: Vec::new(),
+            fresh: HashSet::new(),
         }
     }
 
@@ -138,20 +182,101 @@ impl<'a> Loader<'a> {
     pub fn load(mut self, root: FileId) -> (Program, Vec<Diag>) {
         let name = self.sources.get(root).name.clone();
         let text = self.sources.get(root).text.clone();
-        self.add_module(name, root, &text);
+        self.add_module(name, ROOT_KEY.to_string(), Some(root), &text);
         if !self.diags.iter().any(|d| d.is_error()) {
             for m in 0..self.program.modules.len() {
-                let ds = bodies::check_module(&self.program, ModId(m));
+                let ds = self.check_bodies(ModId(m));
                 self.diags.extend(ds);
             }
         }
         (self.program, self.diags)
     }
 
-    fn add_module(&mut self, name: String, file: FileId, text: &str) -> ModId {
+    /// The diagnostics of module `m`'s bodies: kept from the last load
+    /// when neither it nor any module it reaches changed.
+    fn check_bodies(&mut self, m: ModId) -> Vec<Diag> {
+        let mut reach = vec![m.0];
+        let mut seen: HashSet<usize> = reach.iter().copied().collect();
+        while let Some(i) = reach.pop() {
+            for (r, _) in self.program.modules[i].names.values() {
+                let (ItemRef::Const(t, _)
+                | ItemRef::Fn(t, _)
+                | ItemRef::Kernel(t, _)
+                | ItemRef::Module(t)) = r;
+                if seen.insert(t.0) {
+                    reach.push(t.0);
+                }
+            }
+        }
+        let mut deps: Vec<String> = seen.iter().map(|&i| self.keys[i].clone()).collect();
+        deps.sort();
+        let unchanged = !seen.iter().any(|i| self.fresh.contains(i));
+        let key = &self.keys[m.0];
+        if let Some(c) = self.cache.as_deref_mut() {
+            if let Some((ds, was)) = c.files.get(key).and_then(|p| p.bodies.as_ref()) {
+                if unchanged && *was == deps {
+                    return ds.clone();
+                }
+            }
+        }
+        let ds = bodies::check_module(&self.program, m);
+        if let Some(c) = self.cache.as_deref_mut() {
+            c.resolves += 1;
+            if let Some(p) = c.files.get_mut(key) {
+                p.bodies = Some((ds.clone(), deps));
+            }
+        }
+        ds
+    }
+
+    /// The parse of `text`, the file `key` names: from the cache when its
+    /// text did not change, else parsed into `file` (the root) or into
+    /// the file the cache has for `key`, or a new one.
+    fn parse_file(
+        &mut self,
+        key: &str,
+        name: &str,
+        file: Option<FileId>,
+        text: &str,
+    ) -> (FileId, Arc<ast::Module>, Vec<Diag>, bool) {
+        let known = self.cache.as_deref().and_then(|c| c.files.get(key));
+        if let Some(p) = known {
+            if *p.text == *text && file.is_none_or(|f| f == p.file) {
+                return (p.file, p.ast.clone(), p.diags.clone(), false);
+            }
+        }
+        let file = match (file, known.map(|p| p.file)) {
+            (Some(f), _) => f,
+            (None, Some(f)) => {
+                self.sources.replace(f, text);
+                f
+            }
+            (None, None) => self.sources.add(name, text),
+        };
         let (ast, diags) = parse::parse(file, text);
+        let ast = Arc::new(ast);
+        if let Some(c) = self.cache.as_deref_mut() {
+            c.parses += 1;
+            let parsed = Parsed {
+                file,
+                text: self.sources.get(file).text.clone(),
+                ast: ast.clone(),
+                diags: diags.clone(),
+                bodies: None,
+            };
+            c.files.insert(key.to_string(), parsed);
+        }
+        (file, ast, diags, true)
+    }
+
+    fn add_module(&mut self, name: String, key: String, file: Option<FileId>, text: &str) -> ModId {
+        let (file, ast, diags, fresh) = self.parse_file(&key, &name, file, text);
         self.diags.extend(diags);
         let id = ModId(self.program.modules.len());
+        if fresh {
+            self.fresh.insert(id.0);
+        }
+        self.keys.push(key);
         self.program.modules.push(ModuleInfo {
             name,
             file,
@@ -372,9 +497,12 @@ impl<'a> Loader<'a> {
                         }
                     }
                 }
-                None => match self.read_module(&full, path) {
+                None => match self.overlays.get(&key).cloned() {
                     Some(t) => (key.clone(), key, t),
-                    None => return None,
+                    None => match self.read_module(&full, path) {
+                        Some(t) => (key.clone(), key, t),
+                        None => return None,
+                    },
                 },
             }
         };
@@ -382,10 +510,9 @@ impl<'a> Loader<'a> {
             return Some(*id);
         }
         // Reserve the key first so that modules that use each other terminate.
-        let file = self.sources.add(name.clone(), text.clone());
         let id = ModId(self.program.modules.len());
-        self.by_key.insert(key, id);
-        let got = self.add_module(name, file, &text);
+        self.by_key.insert(key.clone(), id);
+        let got = self.add_module(name, key, None, &text);
         debug_assert_eq!(got, id);
         Some(id)
     }

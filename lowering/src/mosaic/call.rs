@@ -74,7 +74,7 @@ pub fn custom_call(kernel: &ir::Kernel, mosaic: &MosaicModule) -> CustomCall {
             flops: cost.flops,
             transcendentals: cost.transcendentals,
             bytes_accessed: cost.bytes_accessed,
-            remote_bytes_transferred: 0,
+            remote_bytes_transferred: cost.remote_bytes,
         }),
         vmem_limit_bytes: kernel.vmem_limit,
         aliases,

@@ -532,7 +532,9 @@ impl<'c> Mlir<'c> {
     }
 
     /// `tpu.sem_signal` (version 11 segments: semaphore, amount, device id,
-    /// core id).
+    /// core id). JAX 0.10's in-memory op has a fifth group, a subcore id;
+    /// its serializer writes version 11 with these four, as pk does, and
+    /// libtpu 0.0.51 reads them so.
     pub fn tpu_sem_signal(
         &self,
         at: At<'c, '_>,

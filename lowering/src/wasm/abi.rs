@@ -38,6 +38,14 @@ pub const IMPORT_EUP: &str = "eup";
 /// fills the block where it lies: in VMEM, or in the output array when the
 /// MXU writes that block in place (see [`RefSlot::mxu_out`]).
 pub const IMPORT_FILL: &str = "fill";
+/// `mesh(site, device, n) -> i32`: the operations of a kernel across
+/// devices ([`MeshSite`]): this device's id, the phases of a remote copy,
+/// and semaphore signals, waits and reads. `device` is the logical id of
+/// the device a remote copy or signal goes to (-1 for this device), `n`
+/// the count of a signal or wait; the result is the id or the value read
+/// (0 otherwise). Dynamic window starts are in the argument area, as for
+/// [`IMPORT_DMA_START`]. A wait blocks until its semaphore holds the count.
+pub const IMPORT_MESH: &str = "mesh";
 
 /// The functions of the `eup` import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,6 +351,50 @@ pub struct DotSite {
     pub out_ref: Option<u32>,
 }
 
+/// What a `mesh` call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MeshOp {
+    /// Returns this device's logical id.
+    DeviceId,
+    /// Starts a remote copy from `src` here to `dst` on `device`.
+    RemoteStart,
+    /// Waits on `sem` (the send semaphore) for the copy's bytes.
+    WaitSend,
+    /// Waits on `recv_sem` for the copy's bytes (this device received).
+    WaitRecv,
+    /// Adds `n` to `sem`, here or on `device`.
+    Signal,
+    /// Waits until `sem` holds `n`, then subtracts it.
+    Wait,
+    /// Returns the value of `sem`.
+    Read,
+}
+
+/// One `mesh` call site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeshSite {
+    pub site: u32,
+    pub op: MeshOp,
+    /// The copy's windows (remote copies only).
+    pub src: Option<Window>,
+    pub dst: Option<Window>,
+    /// The send semaphore of a copy, or the semaphore of a signal, wait or
+    /// read.
+    pub sem: Option<Window>,
+    /// The receive semaphore of a copy.
+    pub recv_sem: Option<Window>,
+    /// Whether `sem` is the kernel's barrier semaphore.
+    #[serde(default)]
+    pub barrier: bool,
+}
+
+/// One axis of the mesh a kernel runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeshAxisInfo {
+    pub name: String,
+    pub size: u64,
+}
+
 /// Linear memory regions, in bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Layout {
@@ -384,6 +436,16 @@ pub struct CpuManifest {
     pub sites: Vec<Site>,
     pub dots: Vec<DotSite>,
     pub dmas: Vec<DmaSite>,
+    /// The mesh of a kernel across devices (empty for one device), its
+    /// axes in row-major order of the logical device ids.
+    #[serde(default)]
+    pub mesh: Vec<MeshAxisInfo>,
+    /// The `mesh` call sites.
+    #[serde(default)]
+    pub meshes: Vec<MeshSite>,
+    /// The collective id of a kernel with a barrier semaphore.
+    #[serde(default)]
+    pub collective_id: Option<u64>,
     /// Whether loads check the shadow maps (`check_uninit`).
     pub check_uninit: bool,
     /// The kernel's location.
@@ -406,5 +468,14 @@ impl CpuManifest {
 
     pub fn dma(&self, site: u32) -> Option<&DmaSite> {
         self.dmas.iter().find(|d| d.site == site)
+    }
+
+    pub fn mesh_site(&self, site: u32) -> Option<&MeshSite> {
+        self.meshes.iter().find(|d| d.site == site)
+    }
+
+    /// The devices of the kernel's mesh (1 without one).
+    pub fn devices(&self) -> u64 {
+        self.mesh.iter().map(|a| a.size).product()
     }
 }

@@ -85,7 +85,12 @@ pub(crate) fn refs(
     };
     layout.smem_offset = cursor as u32;
     let smem = place(
-        &|s| matches!(s, Space::Smem | Space::Semaphore),
+        &|s| {
+            matches!(
+                s,
+                Space::Smem | Space::Semaphore | Space::Sem | Space::Barrier
+            )
+        },
         &mut cursor,
     );
     layout.smem_bytes = smem as u32;

@@ -86,13 +86,16 @@ impl Error {
     }
 }
 
-const IMPORTS: [(&str, usize); 6] = [
-    (abi::IMPORT_TRAP, 4),
-    (abi::IMPORT_DOT, 4),
-    (abi::IMPORT_DMA_START, 1),
-    (abi::IMPORT_DMA_WAIT, 1),
-    (abi::IMPORT_EUP, 4),
-    (abi::IMPORT_FILL, 2),
+/// The host imports: name, parameters (all i32), and whether it returns
+/// an i32.
+const IMPORTS: [(&str, usize, bool); 7] = [
+    (abi::IMPORT_TRAP, 4, false),
+    (abi::IMPORT_DOT, 4, false),
+    (abi::IMPORT_DMA_START, 1, false),
+    (abi::IMPORT_DMA_WAIT, 1, false),
+    (abi::IMPORT_EUP, 4, false),
+    (abi::IMPORT_FILL, 2, false),
+    (abi::IMPORT_MESH, 3, true),
 ];
 
 /// Lowers one specialised kernel.
@@ -130,6 +133,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         dma_wait: 3,
         eup: 4,
         fill: 5,
+        mesh: 6,
     };
     let blocked: Vec<usize> = (0..k.operands.len())
         .filter(|&i| k.operands[i].block.is_some())
@@ -141,6 +145,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         sites: Vec::new(),
         dots: Vec::new(),
         dmas: Vec::new(),
+        meshes: Vec::new(),
         arg_slots: 0,
     };
     let loop_global = 0;
@@ -258,6 +263,16 @@ fn dma_arg_slots(f: &ir::Func) -> u32 {
             OpKind::DmaStart { src, dst, sem } | OpKind::DmaWait { src, dst, sem } => {
                 count(src) + count(dst) + count(sem)
             }
+            OpKind::RemoteDma {
+                src,
+                dst,
+                send_sem,
+                recv_sem,
+                ..
+            } => count(src) + count(dst) + count(send_sem) + count(recv_sem),
+            OpKind::SemSignal { sem, .. } | OpKind::SemWait { sem, .. } | OpKind::SemRead(sem) => {
+                count(sem)
+            }
             _ => 0,
         })
         .max()
@@ -280,8 +295,9 @@ fn assemble(
     };
     let mut imports = ImportSection::new();
     let mut names = NameMap::new();
-    for (i, (name, nparams)) in IMPORTS.iter().enumerate() {
-        let t = ty(vec![ValType::I32; *nparams], vec![], &mut types);
+    for (i, (name, nparams, result)) in IMPORTS.iter().enumerate() {
+        let r = if *result { vec![ValType::I32] } else { vec![] };
+        let t = ty(vec![ValType::I32; *nparams], r, &mut types);
         imports.import(abi::IMPORT_MODULE, name, EntityType::Function(t));
         names.append(i as u32, name);
     }
@@ -415,6 +431,16 @@ fn manifest(
         sites: sites.sites,
         dots: sites.dots,
         dmas: sites.dmas,
+        mesh: k
+            .mesh
+            .iter()
+            .map(|a| abi::MeshAxisInfo {
+                name: a.name.clone(),
+                size: a.size.get(),
+            })
+            .collect(),
+        meshes: sites.meshes,
+        collective_id: k.collective_id,
         check_uninit: opts.check_uninit,
         sources: sources
             .files()

@@ -17,7 +17,7 @@ use pk_lang::ir::DType;
 use pk_lowering::wasm::abi::{DmaSite, RefOrigin, WinStart};
 
 #[derive(Debug, Clone)]
-enum Where {
+pub(crate) enum Where {
     /// Byte offset of the ref in linear memory.
     Mem(usize),
     /// Index into the host buffers.
@@ -26,16 +26,16 @@ enum Where {
 
 /// A resolved, bounds-checked window.
 #[derive(Debug, Clone)]
-struct Place {
-    at: Where,
-    shape: Vec<u64>,
-    start: Vec<u64>,
-    size: Vec<u64>,
-    shadow: Option<usize>,
+pub(crate) struct Place {
+    pub at: Where,
+    pub shape: Vec<u64>,
+    pub start: Vec<u64>,
+    pub size: Vec<u64>,
+    pub shadow: Option<usize>,
 }
 
 impl Place {
-    fn win(&self) -> Win<'_> {
+    pub fn win(&self) -> Win<'_> {
         Win {
             shape: &self.shape,
             start: &self.start,
@@ -43,11 +43,11 @@ impl Place {
         }
     }
 
-    fn elems(&self) -> u64 {
+    pub fn elems(&self) -> u64 {
         self.size.iter().product()
     }
 
-    fn ref_bytes(&self, eb: usize) -> usize {
+    pub fn ref_bytes(&self, eb: usize) -> usize {
         self.shape.iter().product::<u64>() as usize * eb
     }
 }
@@ -87,12 +87,12 @@ fn dma_error_at(host: &Host, site: u32, what: &str, step: &[u64]) -> Error {
     }
 }
 
-fn read_i32(mem: &[u8], at: usize) -> Option<i32> {
+pub(crate) fn read_i32(mem: &[u8], at: usize) -> Option<i32> {
     mem.get(at..at + 4)
         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-fn resolve(
+pub(crate) fn resolve(
     host: &Host,
     mem: &[u8],
     site: u32,
@@ -233,7 +233,7 @@ fn copy(host: &Host, mem: &mut [u8], src: &Place, dst: &Place, dt: DType) -> Res
 }
 
 /// Sets the shadow bytes of a destination window in linear memory.
-fn mark(mem: &mut [u8], dst: &Place, v: u8) {
+pub(crate) fn mark(mem: &mut [u8], dst: &Place, v: u8) {
     if let (Where::Mem(_), Some(sh)) = (&dst.at, dst.shadow) {
         let n = dst.shape.iter().product::<u64>() as usize;
         window::fill(&mut mem[sh..sh + n], &dst.win(), 1, v);
@@ -271,6 +271,7 @@ fn add_sem(mem: &mut [u8], at: usize, delta: i32) {
 
 pub(crate) fn start(host: &mut Host, mem: &mut [u8], site: u32) -> Result<(), Error> {
     let (src, dst, dt, sem) = descriptor(host, mem, site)?;
+    super::mesh::check_local(host, site, &src, &dst)?;
     let bytes = src.elems() * dt.bytes();
     // Counted when the copy is issued, in either mode: a copy never waited
     // for fails the run anyway.

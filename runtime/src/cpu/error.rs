@@ -228,6 +228,70 @@ pub enum Error {
     )]
     HostMemory { message: String },
 
+    #[error("{message}")]
+    #[diagnostic(code(PK1040), help("every device still running waits for a signal no device can send; fix the wait's semaphore or count, or add the missing signal or copy"))]
+    Deadlock {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1041), help("a semaphore must be back at 0 when the kernel ends: every signal and every copy needs its wait, with the same count"))]
+    SemaphoreLeft {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1042), help("a window is the copy's until its wait: wait (remote_wait_send for the source, remote_wait_recv for the destination) before reading or writing it"))]
+    WindowInFlight {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1043), help("order the copies into one window (a semaphore wait between them, or a barrier), or write distinct windows"))]
+    UnorderedWrites {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1044), help("a device id is one of 0..mesh size; compute it with device_id(..) from coordinates taken modulo the axis sizes"))]
+    DeviceOutOfRange {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1045), help("signal the barrier semaphore only on other devices of the mesh, and wait for exactly the signals sent to this device"))]
+    Barrier {
+        message: String,
+        #[source_code]
+        src: Option<Arc<NamedSource<String>>>,
+        #[label(collection)]
+        labels: Vec<miette::LabeledSpan>,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(PK1046), help("run the kernel on its own mesh: --mesh gives its device count (or AxB its axis sizes), and each array stacks one slice per device on its leading dimensions"))]
+    MeshMismatch { message: String },
+
     #[error("invalid CPU kernel package: {0}")]
     #[diagnostic(code(PK1022), help("rebuild the package with the same pk version"))]
     Manifest(String),
@@ -397,6 +461,41 @@ explain! {
         what: "The run needs more host memory than is available: its inputs, private copies of inputs the kernel writes, its outputs and one linear memory per worker, added up; or an operand's size does not even fit in a 64-bit byte count.",
         why: "Host arrays play HBM, so a kernel specialised for large shapes needs that much RAM. pk compares the sum with the cgroup's memory limit (less its usage) and MemAvailable before it allocates or reads any input, rather than let the allocation abort the process or the kernel's OOM killer end it.",
         example: "pkc run add.pk -p M=16777216 ...   // error: 192 GiB needed\npkc run add.pk -p M=16384 ..."
+    }
+    "PK1040" "mesh-deadlock" {
+        what: "On a mesh of devices (`pkc run --mesh N`), every device that has not finished waits on a semaphore (a `sem_wait`, `remote_wait_send` or `remote_wait_recv`) and no copy in flight can signal it: the kernel would hang on the TPU. The report lists each device's blocked wait, its semaphore's value and the count it needs.",
+        why: "A hung collective on a pod slice gives no message at all; the CPU mesh runs one device at a time and knows when none can move.",
+        example: "sem_wait(bar, 2);   // but only one neighbour signals `bar`: error\nsem_signal(bar, 1, left); sem_signal(bar, 1, right); sem_wait(bar, 2);"
+    }
+    "PK1041" "semaphore-not-zero" {
+        what: "A device's semaphore (plain, barrier or DMA) is not 0 when its kernel ends: a signal without its wait, a wait for fewer than were signalled, or a copy nobody waited for.",
+        why: "Mosaic requires every semaphore back at 0 at the end of a kernel; the next kernel would start with a stale count and pass a wait it should block on.",
+        example: "sem_signal(s, 1, peer);   // and no sem_wait(s, 1) on the peer: error"
+    }
+    "PK1042" "dma-window-in-flight" {
+        what: "A copy read or wrote a window that a remote copy still owns: the destination before its `remote_wait_recv`, or the source before its `remote_wait_send`.",
+        why: "On the TPU the copy runs while the core goes on: the destination holds old or partial data until the receive wait, and a source overwritten before the send wait is sent half old, half new.",
+        example: "remote_copy_start(buf, buf, send, recv, right);\ncopy_start(x, buf, local);   // error: `buf` is still being sent\nremote_wait_send(buf, buf, send, recv, right);"
+    }
+    "PK1043" "unordered-remote-writes" {
+        what: "Two copies write overlapping windows of one device with nothing ordering them: the second started before the receiver waited for the first. The copies come from two devices, or one device sends into the window again (a ring's next partial sum into a buffer its neighbour has not taken in).",
+        why: "Which one lands last depends on the interconnect, and a receiver that has not waited for the first copy has not read it either; the result differs from run to run on the TPU. The receiver says it is done with a window by signalling a `sem` on the sender, which waits for it before sending again.",
+        example: "// every device sends into y of device 0:\nremote_copy_start(x, y, send, recv, device_id(0));   // error with 2 or more senders"
+    }
+    "PK1044" "device-out-of-range" {
+        what: "A remote copy or signal names a device id outside the mesh (negative, or at least its size).",
+        why: "On the TPU the id addresses a chip that is not in the collective: the copy hangs or lands in another job's chip.",
+        example: "device_id(d + 1)        // error on the last device\ndevice_id((d + 1) % n)"
+    }
+    "PK1045" "barrier-misuse" {
+        what: "A barrier is missing or misused: a remote copy lands in the VMEM of a device, or a signal reaches a plain semaphore of a device, before that device's kernel started (no barrier made sure it had); or the barrier semaphore was signalled on the device itself.",
+        why: "A device's VMEM and semaphores belong to the kernel only while it runs: before, they may still be the previous kernel's, which the copy would corrupt. The barrier semaphore of the kernel's collective id is what a device signals on its peers, and waits on, to know they have entered. A self-signal passes the barrier without any peer.",
+        example: "remote_copy_start(x, buf, send, recv, right);   // error: no barrier first\nsem_signal(bar, 1, left); sem_signal(bar, 1, right); sem_wait(bar, 2);\nremote_copy_start(x, buf, send, recv, right);"
+    }
+    "PK1046" "mesh-mismatch" {
+        what: "`--mesh` does not match the kernel: the kernel has no mesh, its mesh has another number of devices or other axis sizes, or an array is not stacked with one slice per device on its leading dimensions.",
+        why: "Each device of the mesh gets its own slice of every input and writes its own slice of every output, so the arrays carry the mesh's shape ahead of the operand's.",
+        example: "pkc run kernels/ppermute.pk --mesh 4 --in x=x.npy   // x is f32[4, 8, 128]"
     }
     "PK1099" "internal-error" {
         what: "The CPU reference hit a condition that should be impossible.",

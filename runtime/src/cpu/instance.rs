@@ -28,6 +28,8 @@ pub(crate) struct Host {
     pub mxu: super::mxu::Scratch,
     /// The bytes this instance moved in the current run.
     pub traffic: super::Traffic,
+    /// The device's seat, when the kernel runs on a mesh.
+    pub mesh: Option<super::mesh::Seat>,
 }
 
 /// The marker a host import returns after recording its diagnostic.
@@ -205,6 +207,19 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
         )
         .map_err(wrap)?;
     }
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_MESH,
+        |mut c: Caller<'_, Host>, site: i32, device: i32, n: i32| -> wasmtime::Result<i32> {
+            let mut out = 0;
+            on_memory(&mut c, |data, host| {
+                out = super::mesh::op(host, data, site as u32, device, n)?;
+                Ok(())
+            })?;
+            Ok(out)
+        },
+    )
+    .map_err(wrap)?;
     Ok(l)
 }
 

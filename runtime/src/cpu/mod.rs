@@ -18,6 +18,7 @@ mod eup;
 mod grid;
 mod host_mem;
 mod instance;
+pub mod mesh;
 mod mxu;
 pub mod npy;
 mod npy_header;
@@ -162,6 +163,9 @@ pub struct RunOptions {
     /// out of units, so that the last units never wait on a busy CPU while
     /// another idles (`pin.rs`). Turn off when several runs share the CPUs.
     pub pin: bool,
+    /// The device's seat when the kernel runs on a mesh (see
+    /// [`CpuKernel::run_mesh`]).
+    pub mesh: Option<mesh::Seat>,
 }
 
 impl Default for RunOptions {
@@ -172,6 +176,7 @@ impl Default for RunOptions {
             timeout: Some(Duration::from_secs(300)),
             fuel: None,
             pin: true,
+            mesh: None,
         }
     }
 }
@@ -326,6 +331,20 @@ impl CpuKernel {
         CpuKernel::new(&k.bytes, k.manifest.clone(), fuel)
     }
 
+    /// The CPU reference of a checked kernel: Tile IR lowered to Wasm and
+    /// compiled, with a lowering failure located in `sources` (the module's
+    /// or the session's the kernel was checked in).
+    pub fn from_ir(
+        k: &pk_lang::ir::Kernel,
+        sources: &pk_lang::span::SourceMap,
+        opts: &pk_lowering::wasm::Options,
+        fuel: bool,
+    ) -> Result<CpuKernel, Error> {
+        let w = pk_lowering::wasm::lower(k, sources, opts)
+            .map_err(|e| Error::from_lowering(&e, sources))?;
+        CpuKernel::from_lowered(&w, fuel)
+    }
+
     pub fn manifest(&self) -> &CpuManifest {
         &self.m
     }
@@ -397,6 +416,85 @@ impl CpuKernel {
             .map(|a| (Input::Array(a.clone()), Some((a.dtype, a.shape.as_slice()))))
             .collect();
         self.run_inputs(given, None, opts)
+    }
+
+    /// Runs the kernel on a mesh of devices in this process, one instance
+    /// per device (see [`mesh`]): `inputs[d]` are device `d`'s inputs, and
+    /// the result holds each device's outputs, with the bytes all devices
+    /// moved. `order` chooses the interleaving of the devices and of
+    /// their remote copies.
+    pub fn run_mesh(
+        &self,
+        inputs: &[Vec<Arc<HostArray>>],
+        opts: &RunOptions,
+        order: mesh::Order,
+    ) -> Result<(Vec<Vec<HostArray>>, Traffic), Error> {
+        let n = self.m.devices() as usize;
+        if self.m.mesh.is_empty() || inputs.len() != n {
+            return Err(Error::MeshMismatch {
+                message: format!(
+                    "kernel `{}` runs on {}, but {} devices' inputs were given",
+                    self.m.kernel,
+                    mesh_text(&self.m),
+                    inputs.len()
+                ),
+            });
+        }
+        let mesh = mesh::Mesh::new(self.m.clone(), order);
+        let results: Vec<Result<(Vec<HostArray>, Traffic), Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = inputs
+                .iter()
+                .enumerate()
+                .map(|(d, ins)| {
+                    let mut o = opts.clone();
+                    o.threads = 1;
+                    o.pin = false;
+                    o.mesh = Some(mesh::Seat {
+                        mesh: mesh.clone(),
+                        device: d,
+                    });
+                    let mesh = &mesh;
+                    s.spawn(move || {
+                        ieee_floats();
+                        let r = self.run_measured(ins, &o);
+                        mesh.leave(d);
+                        r
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Internal("a device thread panicked".into())))
+                })
+                .collect()
+        });
+        if let Some(e) = mesh.take_error() {
+            return Err(e);
+        }
+        let mut outs = Vec::with_capacity(n);
+        let mut traffic = Traffic::default();
+        let mut first_abort = None;
+        let mut first = None;
+        for r in results {
+            match r {
+                Ok((o, t)) => {
+                    traffic.add(&t);
+                    outs.push(o);
+                }
+                Err(e) if mesh::is_aborted(&e) => {
+                    first_abort.get_or_insert(e);
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        match first.or(first_abort) {
+            Some(e) => Err(e),
+            None => Ok((outs, traffic)),
+        }
     }
 
     /// Runs the kernel on memory the caller owns, such as a host
@@ -477,6 +575,20 @@ impl CpuKernel {
                 m.kernel,
                 ins.len()
             )));
+        }
+        if !m.mesh.is_empty() && opts.mesh.is_none() {
+            return Err(Error::MeshMismatch {
+                message: format!(
+                    "kernel `{}` runs on {}: run it on a mesh (pkc run --mesh {})",
+                    m.kernel,
+                    mesh_text(m),
+                    m.mesh
+                        .iter()
+                        .map(|a| a.size.to_string())
+                        .collect::<Vec<_>>()
+                        .join("x")
+                ),
+            });
         }
         // The inputs are in memory already; what the run allocates next
         // (outputs, private copies, instances) must fit beside them.
@@ -607,6 +719,20 @@ impl CpuKernel {
         for d in &m.dmas {
             let origin = |r: usize| m.refs.get(r).map(|r| r.origin);
             let dst = match origin(d.dst.ref_index) {
+                Some(abi::RefOrigin::View(root)) => origin(root),
+                o => o,
+            };
+            if let Some(abi::RefOrigin::Operand(i)) = dst {
+                if let Some(w) = written.get_mut(i) {
+                    *w = true;
+                }
+            }
+        }
+        // A remote copy from a peer may land in any operand it names.
+        for d in m.meshes.iter().filter(|d| d.op == abi::MeshOp::RemoteStart) {
+            let origin = |r: usize| m.refs.get(r).map(|r| r.origin);
+            let Some(dst) = &d.dst else { continue };
+            let dst = match origin(dst.ref_index) {
                 Some(abi::RefOrigin::View(root)) => origin(root),
                 o => o,
             };
@@ -753,6 +879,7 @@ impl CpuKernel {
                     error: None,
                     mxu: mxu::Scratch::new(self.m.refs.len()),
                     traffic: Traffic::default(),
+                    mesh: None,
                 };
                 Instance::new(&self.engine, &self.module, &self.linker, host).map_err(fail)?
             }
@@ -764,6 +891,14 @@ impl CpuKernel {
             h.inflight.clear();
             h.error = None;
             h.traffic = Traffic::default();
+            h.mesh = opts.mesh.clone();
+        }
+        if let Some(seat) = &opts.mesh {
+            let ptr = inst.memory.data_ptr(&inst.store) as usize;
+            let len = inst.memory.data_size(&inst.store);
+            seat.mesh
+                .enter(seat.device, buffers.clone(), (ptr, len))
+                .map_err(fail)?;
         }
         match deadline {
             // Any epoch change (this run's ticker, or another run's on the
@@ -795,7 +930,11 @@ impl CpuKernel {
                 out.push((u, v));
             }
         }
+        if let Some(seat) = &opts.mesh {
+            seat.mesh.done(seat.device).map_err(fail)?;
+        }
         let mut inst = runner.into_instance();
+        inst.store.data_mut().mesh = None;
         let traffic = std::mem::take(&mut inst.store.data_mut().traffic);
         inst.store.data_mut().buffers = Arc::new(Buffers {
             bufs: Vec::new(),
@@ -832,6 +971,16 @@ fn ieee_floats() {
             }
         }
     }
+}
+
+/// "a mesh of 4 devices (d: 4)".
+pub fn mesh_text(m: &CpuManifest) -> String {
+    let axes: Vec<String> = m
+        .mesh
+        .iter()
+        .map(|a| format!("{}: {}", a.name, a.size))
+        .collect();
+    format!("a mesh of {} devices ({})", m.devices(), axes.join(", "))
 }
 
 fn join(v: &[u64]) -> String {

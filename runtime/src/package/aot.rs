@@ -57,7 +57,7 @@ impl AotArtifact {
         };
         let report = AotReport {
             target: c.target.name().to_string(),
-            topology: c.target.topology_name().to_string(),
+            topology: c.topology.to_string(),
             libtpu: LIBTPU_VERSION.to_string(),
             generated_code_bytes: c.generated_code_bytes,
             executable_bytes: c.serialized_executable.len() as u64,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use pk_lang::diag::{codes, Diag, Explanation};
 use pk_lang::ir;
 use pk_lang::span::{SourceMap, Span};
-use pk_lang::{Failure, Target};
+use pk_lang::Failure;
 use pk_lowering::{mosaic, stablehlo, wasm};
 
 use super::error::explanation;
@@ -80,15 +80,18 @@ pub struct BuiltKernel {
 /// Checks `path` for every target and lowers each of its kernels (or the
 /// one selected) to a package.
 pub fn build_file(path: &Path, opts: &BuildOptions) -> Result<Built, Failure> {
-    let source = path
+    build_session(&pk_lang::Session::open(path)?, opts)
+}
+
+/// [`build_file`] of a file already open: every target (and every call,
+/// as a tuner makes one per configuration) is checked against the
+/// session's one parse.
+pub fn build_session(session: &pk_lang::Session, opts: &BuildOptions) -> Result<Built, Failure> {
+    let source = Path::new(session.name())
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    build_with(
-        &|o: &pk_lang::Options| pk_lang::compile_file(path, o),
-        &source,
-        opts,
-    )
+    build_with(&|o: &pk_lang::Options| session.check(o), &source, opts)
 }
 
 /// [`build_file`] for a kernel a package carries: its source files, root
@@ -99,11 +102,8 @@ pub fn build_embedded(
     source: &str,
     opts: &BuildOptions,
 ) -> Result<Built, Failure> {
-    build_with(
-        &|o: &pk_lang::Options| pk_lang::compile_embedded(files, o),
-        source,
-        opts,
-    )
+    let session = pk_lang::Session::embedded(files)?;
+    build_with(&|o: &pk_lang::Options| session.check(o), source, opts)
 }
 
 type Compile<'a> = dyn Fn(&pk_lang::Options) -> Result<ir::Module, Failure> + 'a;
@@ -114,7 +114,7 @@ fn build_with(compile: &Compile<'_>, source: &str, opts: &BuildOptions) -> Resul
     };
     let compile = |t: TpuTarget| {
         compile(&pk_lang::Options {
-            target: lang_target(t),
+            target: t,
             params: opts.params.clone(),
             param_origins: opts.param_origins.clone(),
             kernel: opts.kernel.clone(),
@@ -212,7 +212,7 @@ fn build_kernel(
     let mut warning = None;
     let cpu_reference = if opts.cpu_reference {
         let wasm_opts = wasm::Options {
-            target: lang_target(opts.targets[0]),
+            target: opts.targets[0],
             check_uninit: false,
         };
         match wasm::lower(k, &module.sources, &wasm_opts) {
@@ -261,9 +261,7 @@ fn build_kernel(
 /// own: the limit changes the code libtpu generates, so a target's
 /// executable is the same whichever targets were built with it.
 pub fn vmem_limit(kernel: &ir::Kernel, target: TpuTarget) -> u64 {
-    kernel
-        .vmem_limit
-        .unwrap_or_else(|| lang_target(target).vmem_bytes())
+    kernel.vmem_limit.unwrap_or_else(|| target.vmem_bytes())
 }
 
 /// Compiles a built kernel for one target with libtpu (with that target's
@@ -286,14 +284,17 @@ pub fn compile_aot(
     let k = &built.kernel;
     if let Some(n) = k
         .devices()
-        .filter(|&n| !k.mesh.is_empty() && n > SLICE_DEVICES)
+        .filter(|&n| !k.mesh.is_empty() && n > pjrt::MAX_MESH_DEVICES)
     {
         return Err(PjrtError::Compile {
             target: target.to_string(),
             status: "INVALID_ARGUMENT".into(),
             message: format!(
-                "{MESH_TOO_LARGE} {n} devices; the {target} slice pk compiles for ({}) has {SLICE_DEVICES}",
-                target.topology_name()
+                "{MESH_TOO_LARGE} {n} devices; the largest {target} slice pk compiles for ({}) has {}",
+                target
+                    .topology_for(pjrt::MAX_MESH_DEVICES)
+                    .unwrap_or_default(),
+                pjrt::MAX_MESH_DEVICES
             ),
             locations: Vec::new(),
         });
@@ -303,22 +304,7 @@ pub fn compile_aot(
         .map(AotArtifact::from_compiled)
 }
 
-/// The devices of the slice each generation is compiled for
-/// ([`TpuTarget::topology_name`]: 2x2 or 2x2x1 chips).
-pub const SLICE_DEVICES: u64 = 4;
-
 const MESH_TOO_LARGE: &str = "the kernel's mesh has";
-
-/// The front end's target of the same name.
-pub fn lang_target(t: TpuTarget) -> Target {
-    match t {
-        TpuTarget::V4 => Target::V4,
-        TpuTarget::V5e => Target::V5e,
-        TpuTarget::V5p => Target::V5p,
-        TpuTarget::V6e => Target::V6e,
-        TpuTarget::Tpu7x => Target::Tpu7x,
-    }
-}
 
 fn dir_name(k: &ir::Kernel, given: &[(String, String)]) -> String {
     let mut name = k.name.clone();
@@ -424,7 +410,7 @@ pub fn libtpu_diagnostic(e: &PjrtError, k: &ir::Kernel, sources: &SourceMap) -> 
     }
     if too_large {
         return Some(d.help(
-            "AOT compiles a kernel on a mesh of at most 4 devices (each generation's 2x2 slice): build it with a smaller mesh, e.g. `-p n=4`",
+            "AOT compiles a kernel on a mesh of at most 8 devices (each generation's slice of 8 devices): build it with a smaller mesh, e.g. `-p n=8`",
         ));
     }
     Some(d.note(format!("libtpu status: {status}")).help(

@@ -427,7 +427,7 @@ fn join(names: &[&String]) -> String {
 const SPACES: [&str; 4] = ["vmem", "smem", "any", "dma_sem"];
 
 fn known_target(name: &str) -> Result<(), String> {
-    name.parse::<TpuTarget>()
+    crate::pjrt::parse_target(name)
         .map(|_| ())
         .map_err(|_| format!("unknown target `{name}`"))
 }

@@ -196,7 +196,7 @@ impl Package {
             let report: AotReport =
                 serde_json::from_slice(get(&a.report)?).map_err(|e| json_err(&a.report, e))?;
             // `Manifest::check` accepted the name, so it parses.
-            if let Ok(t) = a.target.parse::<TpuTarget>() {
+            if let Ok(t) = crate::pjrt::parse_target(&a.target) {
                 let bytes = get(&a.executable)?.len() as u64;
                 verify::check_report(&manifest, t, &report, bytes).map_err(inconsistent)?;
                 reports.push((t, report));

@@ -24,7 +24,6 @@ use serde_json::Value;
 
 use super::build::{build_embedded, BuildOptions};
 use super::{Manifest, WASM_MANIFEST};
-use crate::pjrt::TpuTarget;
 
 /// The prefix of the source file that holds a `-p NAME=VALUE` value.
 const PARAM_FILE: &str = "-p ";
@@ -62,7 +61,7 @@ pub(super) fn check(
     let mut targets = Vec::new();
     for t in &m.targets {
         // `Manifest::check` accepted every name.
-        targets.push(t.parse::<TpuTarget>().map_err(|e| e.to_string())?);
+        targets.push(crate::pjrt::parse_target(t).map_err(|e| e.to_string())?);
     }
     let opts = BuildOptions {
         targets,

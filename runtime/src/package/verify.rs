@@ -17,7 +17,7 @@ use pk_lowering::wasm::abi::{self, CpuManifest};
 
 use super::{AotReport, Manifest, OperandRole, Package, PackageError};
 use crate::cpu::CpuKernel;
-use crate::pjrt::TpuTarget;
+use crate::pjrt::{TpuTarget, MAX_MESH_DEVICES};
 
 /// Why a package's CPU reference cannot be loaded: the package itself, or
 /// the CPU reference refusing its module (`PK1022`, `PK1023`).
@@ -173,11 +173,12 @@ pub(super) fn check_report(
             report.target
         ));
     }
-    if report.topology != target.topology_name() {
+    if !target.knows_topology(&report.topology) {
         return Err(format!(
-            "the compile report of {name} names topology `{}`, not `{}`",
+            "the compile report of {name} names topology `{}`, not `{}` or `{}`",
             report.topology,
-            target.topology_name()
+            target.topology_name(),
+            target.topology_for(MAX_MESH_DEVICES).unwrap_or_default()
         ));
     }
     if report.executable_bytes != executable_bytes {

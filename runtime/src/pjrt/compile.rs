@@ -19,6 +19,8 @@ use super::target::TpuTarget;
 #[derive(Debug, Clone)]
 pub struct CompiledKernel {
     pub target: TpuTarget,
+    /// The topology it was compiled against ([`TpuTarget::topology_for`]).
+    pub topology: &'static str,
     /// libtpu's serialization of the executable (`PJRT_Executable_Serialize`),
     /// which a TPU host loads with `PJRT_Executable_DeserializeAndLoad`. It is
     /// tied to the libtpu version that produced it.
@@ -65,14 +67,37 @@ pub struct Topology {
     plugin: &'static Plugin,
     raw: *mut PJRT_TopologyDescription,
     target: TpuTarget,
+    name: &'static str,
 }
 
 impl Plugin {
     /// Describes the topology `target` is compiled against
     /// ([`TpuTarget::topology_name`]).
     pub fn topology(&'static self, target: TpuTarget) -> Result<Topology, PjrtError> {
+        self.topology_named(target, target.topology_name())
+    }
+
+    /// Describes the topology a program of `devices` SPMD partitions is
+    /// compiled against for `target` ([`TpuTarget::topology_for`]; the
+    /// largest slice when there are more devices than any has).
+    pub fn topology_for(
+        &'static self,
+        target: TpuTarget,
+        devices: u64,
+    ) -> Result<Topology, PjrtError> {
+        let name = target
+            .topology_for(devices)
+            .or_else(|| target.topology_for(super::MAX_MESH_DEVICES))
+            .unwrap_or(target.topology_name());
+        self.topology_named(target, name)
+    }
+
+    fn topology_named(
+        &'static self,
+        target: TpuTarget,
+        name: &'static str,
+    ) -> Result<Topology, PjrtError> {
         let create = api_fn!(self, PJRT_TopologyDescription_Create)?;
-        let name = target.topology_name();
         let mut args = pjrt_sys::PJRT_TopologyDescription_Create_Args::new();
         args.topology_name = name.as_ptr().cast::<c_char>();
         args.topology_name_size = name.len();
@@ -97,6 +122,7 @@ impl Plugin {
             plugin: self,
             raw: args.topology,
             target,
+            name,
         })
     }
 
@@ -120,7 +146,9 @@ impl Plugin {
         stablehlo: &str,
         verbose: bool,
     ) -> Result<CompiledKernel, PjrtError> {
-        let (result, log) = capture_stderr(|| self.topology(target)?.compile(stablehlo));
+        let devices = u64::from(module_partitions(stablehlo));
+        let (result, log) =
+            capture_stderr(|| self.topology_for(target, devices)?.compile(stablehlo));
         if verbose {
             print_log(&log);
         }
@@ -131,6 +159,11 @@ impl Plugin {
 impl Topology {
     pub fn target(&self) -> TpuTarget {
         self.target
+    }
+
+    /// The topology's libtpu name, e.g. `v5e:2x2`.
+    pub fn name(&self) -> &'static str {
+        self.name
     }
 
     /// The device kind libtpu reports for the topology's chips, e.g.
@@ -165,7 +198,7 @@ impl Topology {
     fn topology_error(&self, message: String) -> PjrtError {
         PjrtError::Topology {
             target: self.target.to_string(),
-            topology: self.target.topology_name().to_string(),
+            topology: self.name.to_string(),
             message,
         }
     }
@@ -193,6 +226,7 @@ impl Topology {
         let executable = executable?;
         Ok(CompiledKernel {
             target: self.target,
+            topology: self.name,
             serialized_executable: Vec::new(),
             generated_code_bytes: executable.generated_code_bytes()?,
             memory_stats: executable.memory_stats().ok(),
@@ -237,6 +271,7 @@ impl Topology {
     ) -> Result<CompiledKernel, PjrtError> {
         Ok(CompiledKernel {
             target: self.target,
+            topology: self.name,
             serialized_executable: executable.serialize()?,
             generated_code_bytes: executable.generated_code_bytes()?,
             memory_stats: executable.memory_stats().ok(),

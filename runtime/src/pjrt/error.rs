@@ -231,7 +231,8 @@ pub const EXPLANATIONS: &[Explanation] = &[
         code: "PK2006",
         title: "topology-rejected",
         what: "libtpu did not accept the topology pk compiles a target against \
-               (v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1).",
+               (v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1; for a kernel on a mesh of 5 to \
+               8 devices v4:2x2x2, v5e:2x4, v5p:2x2x2, v6e:2x4, tpu7x:2x2x1).",
         why: "Each libtpu release knows a fixed set of TPU generations; TPU7x needs libtpu 0.0.51 \
               or newer.",
         example: "$ pkc build k.pk --target tpu7x\n\

@@ -45,4 +45,4 @@ pub use error::{source_locations, LibtpuOrigin, PjrtError, EXPLANATIONS, SETUP_C
 pub use execute::LoadedExecutable;
 pub use libtpu_file::LIBTPU_SHA256;
 pub use plugin::{cache_libtpu_path, locate_libtpu, ApiVersion, Plugin, LIBTPU_VERSION};
-pub use target::TpuTarget;
+pub use target::{parse_target, TpuTarget, MAX_MESH_DEVICES};

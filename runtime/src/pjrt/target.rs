@@ -1,79 +1,27 @@
 //! The TPU generations pk compiles for, and the topology each is compiled
-//! against.
-
-use std::fmt;
-use std::str::FromStr;
+//! against: the front end's [`pk_lang::Target`], by the name the runtime
+//! has always used.
 
 use super::PjrtError;
 
-/// A TPU generation that libtpu can compile for ahead of time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TpuTarget {
-    V4,
-    V5e,
-    V5p,
-    V6e,
-    Tpu7x,
-}
+/// A TPU generation that libtpu can compile for ahead of time; the same
+/// type as the front end's, so nothing converts between the two.
+pub use pk_lang::Target as TpuTarget;
 
-impl TpuTarget {
-    /// Every target, oldest first.
-    pub fn all() -> &'static [TpuTarget] {
-        &[
-            TpuTarget::V4,
-            TpuTarget::V5e,
-            TpuTarget::V5p,
-            TpuTarget::V6e,
-            TpuTarget::Tpu7x,
-        ]
-    }
+/// The largest mesh pk compiles ahead of time.
+pub use pk_lang::target::MAX_MESH_DEVICES;
 
-    /// The name users write (`--target v5e`), also the [`fmt::Display`] form.
-    pub fn name(self) -> &'static str {
-        match self {
-            TpuTarget::V4 => "v4",
-            TpuTarget::V5e => "v5e",
-            TpuTarget::V5p => "v5p",
-            TpuTarget::V6e => "v6e",
-            TpuTarget::Tpu7x => "tpu7x",
-        }
-    }
-
-    /// The libtpu topology compiled against: the smallest slice that libtpu
-    /// accepts by name alone. A kernel runs on one TensorCore, so the slice
-    /// size does not change its code; single-chip names such as `v5e:1x1`
-    /// would need the extra create option `chips_per_host_bounds`.
-    pub fn topology_name(self) -> &'static str {
-        match self {
-            TpuTarget::V4 => "v4:2x2x1",
-            TpuTarget::V5e => "v5e:2x2",
-            TpuTarget::V5p => "v5p:2x2x1",
-            TpuTarget::V6e => "v6e:2x2",
-            TpuTarget::Tpu7x => "tpu7x:2x2x1",
-        }
-    }
-}
-
-impl fmt::Display for TpuTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for TpuTarget {
-    type Err = PjrtError;
-
-    /// Accepts the target names, case-insensitively.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        TpuTarget::all()
-            .iter()
-            .copied()
-            .find(|t| t.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| PjrtError::UnknownTarget {
-                name: s.to_string(),
-                known: known_names(),
-            })
-    }
+/// The target named `s` (case-insensitively), or `PK2011` listing the
+/// known names.
+pub fn parse_target(s: &str) -> Result<TpuTarget, PjrtError> {
+    TpuTarget::all()
+        .iter()
+        .copied()
+        .find(|t| t.name().eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| PjrtError::UnknownTarget {
+            name: s.to_string(),
+            known: known_names(),
+        })
 }
 
 fn known_names() -> String {
@@ -86,16 +34,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_through_from_str() {
+    fn names_round_trip_through_parse_target() {
         for &t in TpuTarget::all() {
-            assert_eq!(t.to_string().parse::<TpuTarget>().ok(), Some(t));
-            assert_eq!(t.name().to_uppercase().parse::<TpuTarget>().ok(), Some(t));
+            assert_eq!(parse_target(&t.to_string()).ok(), Some(t));
+            assert_eq!(parse_target(&t.name().to_uppercase()).ok(), Some(t));
         }
     }
 
     #[test]
     fn unknown_name_lists_the_known_ones() {
-        let err = "v7x".parse::<TpuTarget>().err();
+        let err = parse_target("v7x").err();
         let Some(PjrtError::UnknownTarget { name, known }) = err else {
             panic!("expected UnknownTarget, got {err:?}");
         };
@@ -110,5 +58,34 @@ mod tests {
             names,
             ["v4:2x2x1", "v5e:2x2", "v5p:2x2x1", "v6e:2x2", "tpu7x:2x2x1"]
         );
+    }
+
+    #[test]
+    fn a_mesh_of_eight_devices_is_compiled_on_an_eight_chip_slice() {
+        let names: Vec<Option<&str>> = TpuTarget::all().iter().map(|t| t.topology_for(8)).collect();
+        assert_eq!(
+            names,
+            [
+                Some("v4:2x2x2"),
+                Some("v5e:2x4"),
+                Some("v5p:2x2x2"),
+                Some("v6e:2x4"),
+                Some("tpu7x:2x2x1")
+            ]
+        );
+        assert_eq!(TpuTarget::V5e.topology_for(2), Some("v5e:2x2"));
+        assert_eq!(TpuTarget::V5e.topology_for(5), Some("v5e:2x4"));
+        assert_eq!(TpuTarget::V5e.topology_for(9), None);
+        assert!(TpuTarget::V6e.knows_topology("v6e:2x4"));
+        assert!(!TpuTarget::V6e.knows_topology("v5e:2x4"));
+        assert!(TpuTarget::Tpu7x.knows_topology("tpu7x:2x2x1"));
+        assert!(!TpuTarget::Tpu7x.knows_topology("tpu7x:2x2x2"));
+    }
+
+    #[test]
+    fn the_runtime_and_the_front_end_share_one_target_type() {
+        let t: pk_lang::Target = TpuTarget::V6e;
+        assert_eq!(t.vmem_bytes(), 128 << 20);
+        assert_eq!(t.topology_name(), "v6e:2x2");
     }
 }

@@ -126,6 +126,10 @@ pub struct Settings {
     /// The limit of each timed CPU run, seconds (`None`: no limit, or not
     /// timed on the CPU).
     pub timeout_seconds: Option<f64>,
+    /// `--eval schedule`: the margin over the roofline model's best within
+    /// which configurations were compiled (`None`: every one).
+    #[serde(default)]
+    pub screen: Option<f64>,
 }
 
 /// A cached result.

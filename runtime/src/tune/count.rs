@@ -10,7 +10,7 @@
 //! that scalar state decides, so an `if` runs the branch the inputs take, a
 //! `for` its real trip count and a `while` its real iterations. Along the
 //! way it counts what [`super::work`] counts statically, with the same
-//! per-op rules (`work::leaf`, `work::dma_bytes`): dots, vector elements,
+//! per-op rules ([`pk_lang::ir::work`]): dots, vector elements,
 //! transcendentals, DMA bytes; index maps are evaluated with the same
 //! values, so a block copy is counted exactly when its block index
 //! changes. Dynamic grid axes take their extent from the given element.
@@ -32,6 +32,7 @@
 //!    unknown: both use the same per-op rules.
 
 use super::work::{self, StepClass, Work};
+use pk_lang::ir::work::{dma_bytes, StepWork};
 use pk_lang::ir::{
     BinaryOp, BlockId, CmpOp, DType, Func, Kernel, Literal, OpKind, RefOrigin, RefView, Role,
     Semantics, Slice, Start, UnaryOp, Value,
@@ -200,7 +201,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                 }
             }
         }
-        let mut acc = Work::default();
+        let mut acc = StepWork::default();
         c.waiting = false;
         c.rounds = 0;
         if let Some(e) = k.body.entry {
@@ -221,8 +222,8 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                 w.classes.push(StepClass {
                     count: 1,
                     dots: acc.dots,
-                    vector_ops: acc.vector_ops,
-                    transcendentals: acc.transcendentals,
+                    vector_ops: acc.vector_ops as f64,
+                    transcendentals: acc.transcendentals as f64,
                     bytes,
                     dma_rounds: c.rounds,
                     exposed,
@@ -266,7 +267,7 @@ struct ClassKey {
 }
 
 impl ClassKey {
-    fn of(w: &Work, bytes: u64, exposed: u64, dma_rounds: u64) -> ClassKey {
+    fn of(w: &StepWork, bytes: u64, exposed: u64, dma_rounds: u64) -> ClassKey {
         let mut dots: Vec<_> = w
             .dots
             .iter()
@@ -275,8 +276,8 @@ impl ClassKey {
         dots.sort();
         ClassKey {
             dots,
-            vector_ops: w.vector_ops.to_bits(),
-            transcendentals: w.transcendentals.to_bits(),
+            vector_ops: w.vector_ops,
+            transcendentals: w.transcendentals,
             bytes,
             exposed,
             dma_rounds,
@@ -319,14 +320,14 @@ impl Counter<'_> {
         for (p, g) in f.blocks[e].params.iter().zip(grid) {
             env[p.index()] = *g;
         }
-        let mut scratch = Work::default();
+        let mut scratch = StepWork::default();
         let ys = self.block(f, e, &mut env, &mut scratch);
         ys.into_iter().map(S::int).collect()
     }
 
     /// Walks block `b` of `f` once, adding its work to `acc`; returns the
     /// values it yields.
-    fn block(&mut self, f: &Func, b: BlockId, env: &mut Vec<S>, acc: &mut Work) -> Vec<S> {
+    fn block(&mut self, f: &Func, b: BlockId, env: &mut Vec<S>, acc: &mut StepWork) -> Vec<S> {
         let k = self.k;
         for &op in &f.blocks[b].ops {
             if self.exhausted() {
@@ -346,10 +347,10 @@ impl Counter<'_> {
                     }
                     _ => {
                         self.approximate += 1;
-                        let (mut a, mut e) = (Work::default(), Work::default());
-                        work::body(k, f, *then_block, 1, &mut a);
-                        work::body(k, f, *else_block, 1, &mut e);
-                        work::merge(acc, work::dearer(a, e));
+                        let (mut a, mut e) = (StepWork::default(), StepWork::default());
+                        a.add_block(k, f, *then_block, 1);
+                        e.add_block(k, f, *else_block, 1);
+                        acc.merge(StepWork::dearer(a, e));
                         vec![S::U; o.results.len()]
                     }
                 },
@@ -372,7 +373,7 @@ impl Counter<'_> {
                         }
                         _ => {
                             self.approximate += 1;
-                            work::body(k, f, *body, 1, acc);
+                            acc.add_block(k, f, *body, 1);
                             vec![S::U; o.results.len()]
                         }
                     }
@@ -382,7 +383,7 @@ impl Counter<'_> {
                     self.while_loop(f, *cond, *body, inits, env, acc)
                 }
                 OpKind::DmaStart { src, dst, .. } => {
-                    acc.dma_bytes += work::dma_bytes(k, src);
+                    acc.dma_bytes += dma_bytes(k, src);
                     self.forget(dst.target.index());
                     Vec::new()
                 }
@@ -409,7 +410,7 @@ impl Counter<'_> {
                     Vec::new()
                 }
                 _ => {
-                    if work::leaf(f, o, 1, acc) && !f.ty(o.results[0]).is_scalar() {
+                    if acc.add_leaf(f, o, 1) && !f.ty(o.results[0]).is_scalar() {
                         self.waiting = false;
                     }
                     vec![self.scalar(f, o, env)]
@@ -432,12 +433,12 @@ impl Counter<'_> {
         trips: u64,
         mut carried: Vec<S>,
         env: &mut Vec<S>,
-        acc: &mut Work,
+        acc: &mut StepWork,
     ) -> Vec<S> {
         let params = f.blocks[body].params.clone();
         let Some((iv, rest)) = params.split_first() else {
             self.approximate += 1;
-            work::body(self.k, f, body, trips, acc);
+            acc.add_block(self.k, f, body, trips);
             return vec![S::U; carried.len()];
         };
         for t in 0..trips.min(MAX_TRIPS) {
@@ -452,7 +453,7 @@ impl Counter<'_> {
         }
         if trips > MAX_TRIPS {
             self.approximate += 1;
-            work::body(self.k, f, body, trips - MAX_TRIPS, acc);
+            acc.add_block(self.k, f, body, trips - MAX_TRIPS);
             carried = vec![S::U; carried.len()];
         }
         carried
@@ -465,7 +466,7 @@ impl Counter<'_> {
         body: BlockId,
         mut carried: Vec<S>,
         env: &mut Vec<S>,
-        acc: &mut Work,
+        acc: &mut StepWork,
     ) -> Vec<S> {
         let bind = |env: &mut Vec<S>, b: BlockId, vs: &[S]| {
             for (p, v) in f.blocks[b].params.iter().zip(vs) {
@@ -489,7 +490,7 @@ impl Counter<'_> {
         // An unknown condition (or a loop past MAX_TRIPS): one more trip,
         // as the static count charges.
         self.approximate += 1;
-        work::body(self.k, f, body, 1, acc);
+        acc.add_block(self.k, f, body, 1);
         vec![S::U; carried.len()]
     }
 

@@ -72,6 +72,18 @@ pub struct Report {
     /// why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule_fallbacks: Vec<Unranked>,
+    /// `--eval schedule` with `--screen`: the margin over the roofline
+    /// model's best beyond which a configuration was not compiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<f64>,
+    /// How many configurations the screen left uncompiled (each a point
+    /// of status `screened`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub screened: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Rows of the table and of `best`.
@@ -247,6 +259,10 @@ pub enum Status {
     TimedOut { message: String },
     /// Built, but the evaluator could not run or time it.
     Failed { message: String },
+    /// Checked and predicted by the roofline model, but not compiled: its
+    /// prediction (seconds) is more than the screen's margin over the
+    /// best's, so libtpu's schedule of it was not read (`--screen`).
+    Screened { predicted_seconds: f64 },
 }
 
 impl Report {

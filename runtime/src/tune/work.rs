@@ -3,30 +3,26 @@
 //! counts, vector and transcendental operations, DMA bytes) and per call
 //! (bytes the pipeline copies when block indices change).
 //!
-//! Counting follows the pipeline's contract: an input block is copied in
-//! when its block index differs from the previous step's, an output block
-//! is written back when its index changes (and at the end). Index maps are
-//! counted per step by [`pk_lang::ir::cost::fetches`]; a map it cannot
-//! evaluate (one reading scalar-prefetch values) counts a copy every step.
-//! A run-time `if` is charged its more expensive branch; a `for` with
-//! constant bounds its trip count; a `while` one trip.
+//! A step's work is [`pk_lang::ir::work`]'s count, the one XLA's cost
+//! estimate uses too (its rules: a run-time `if` is charged its more
+//! expensive branch; a `for` with constant bounds its trip count; a
+//! `while` one trip). Copies follow the pipeline's contract: an input
+//! block is copied in when its block index differs from the previous
+//! step's, an output block is written back when its index changes (and at
+//! the end). Index maps are counted per step by
+//! [`pk_lang::ir::cost::fetches`]; a map it cannot evaluate (one reading
+//! scalar-prefetch values) counts a copy every step.
 //!
 //! [`super::count`] counts the same work on given inputs instead, step by
 //! step: what it finds is in [`Work::classes`], and [`Work::counted`] says
 //! so.
 
-use pk_lang::ir::cost::{const_int, fetches, vector_elements};
-use pk_lang::ir::{BlockId, DType, Func, Kernel, Op, OpKind, RefView, Semantics, Slice};
+use pk_lang::ir::cost::fetches;
+use pk_lang::ir::work::StepWork;
+use pk_lang::ir::{Kernel, Semantics};
 
 /// One matmul shape of the body and how often a step runs it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Dot {
-    pub dtype: DType,
-    pub m: u64,
-    pub n: u64,
-    pub k: u64,
-    pub count: u64,
-}
+pub use pk_lang::ir::work::Dot;
 
 /// See the module documentation.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -97,17 +93,14 @@ impl Work {
     /// The work of one call: every dot shape with its count per call, the
     /// vector elements and the transcendental evaluations.
     pub fn per_call(&self) -> (Vec<Dot>, f64, f64) {
-        let mut dots: Vec<Dot> = Vec::new();
+        let mut dots = StepWork::default();
         let (mut vector, mut trans) = (0.0, 0.0);
         let mut add = |ds: &[Dot], v: f64, t: f64, times: u64| {
             for d in ds {
-                add_dot(
-                    &mut dots,
-                    Dot {
-                        count: d.count * times,
-                        ..*d
-                    },
-                );
+                dots.add_dot(Dot {
+                    count: d.count * times,
+                    ..*d
+                });
             }
             vector += v * times as f64;
             trans += t * times as f64;
@@ -124,7 +117,15 @@ impl Work {
                 self.steps,
             );
         }
-        (dots, vector, trans)
+        (dots.dots, vector, trans)
+    }
+
+    /// Sets the per-step work to `s`'s.
+    pub(super) fn set_step(&mut self, s: StepWork) {
+        self.dots = s.dots;
+        self.vector_ops = s.vector_ops as f64;
+        self.transcendentals = s.transcendentals as f64;
+        self.dma_bytes = s.dma_bytes;
     }
 }
 
@@ -141,10 +142,8 @@ pub fn count(k: &Kernel) -> Work {
             .product(),
         ..Work::default()
     };
-    if let Some(e) = k.body.entry {
-        body(k, &k.body, e, 1, &mut w);
-    }
-    // `body` counts DMA bytes per step.
+    w.set_step(pk_lang::ir::work::step(k));
+    // The step's count has DMA bytes per step.
     w.dma_bytes *= steps;
     w.min_bytes = least_bytes(k, w.dma_bytes);
     for o in &k.operands {
@@ -195,172 +194,4 @@ pub(super) fn least_bytes(k: &Kernel, dma_bytes: u64) -> u64 {
         }
     }
     moved + in_hbm.min(dma_bytes)
-}
-
-fn elements(f: &Func, v: pk_lang::ir::Value) -> u64 {
-    f.ty(v).elements().unwrap_or(1)
-}
-
-/// Adds the work of op `o` to `w`, run `times` times per step, when it is
-/// a vector, transcendental or matrix op (one that does no control flow
-/// and no DMA); returns whether it was one.
-pub(super) fn leaf(f: &Func, o: &Op, times: u64, w: &mut Work) -> bool {
-    let out = vector_elements(f, o);
-    let t = times as f64;
-    match &o.kind {
-        OpKind::Unary(u, _) => {
-            w.vector_ops += t * out as f64;
-            if u.is_transcendental() {
-                w.transcendentals += t * out as f64;
-            }
-        }
-        OpKind::Binary(..) | OpKind::Compare(..) | OpKind::Select { .. } | OpKind::Cast(_) => {
-            w.vector_ops += t * out as f64
-        }
-        OpKind::Reduce { value, .. } => w.vector_ops += t * elements(f, *value) as f64,
-        OpKind::Dot {
-            lhs,
-            rhs,
-            trans_lhs,
-            trans_rhs,
-        } => {
-            let (l, r) = (f.ty(*lhs).shape(), f.ty(*rhs).shape());
-            let dim = |s: &[pk_lang::ir::Dim], i: usize| {
-                s.get(i).and_then(|d| d.known()).unwrap_or(1).max(1) as u64
-            };
-            let (m, kk) = if *trans_lhs {
-                (dim(l, 1), dim(l, 0))
-            } else {
-                (dim(l, 0), dim(l, 1))
-            };
-            let n = if *trans_rhs { dim(r, 0) } else { dim(r, 1) };
-            add_dot(
-                &mut w.dots,
-                Dot {
-                    dtype: f.ty(*lhs).dtype(),
-                    m,
-                    n,
-                    k: kk,
-                    count: times,
-                },
-            );
-        }
-        _ => return false,
-    }
-    true
-}
-
-/// Bytes one DMA from window `src` moves.
-pub(super) fn dma_bytes(k: &Kernel, src: &RefView) -> u64 {
-    let r = &k.refs[src.target].ty;
-    let n: u64 = src
-        .index
-        .iter()
-        .zip(r.shape.iter())
-        .map(|(s, d)| match s {
-            Slice::Index(_) => 1,
-            Slice::Range { size: 0, .. } => d.known().unwrap_or(1) as u64,
-            Slice::Range { size, .. } | Slice::Strided { size, .. } => *size,
-        })
-        .product();
-    n * r.dtype.bytes()
-}
-
-fn add_dot(dots: &mut Vec<Dot>, d: Dot) {
-    match dots
-        .iter_mut()
-        .find(|e| (e.dtype, e.m, e.n, e.k) == (d.dtype, d.m, d.n, d.k))
-    {
-        Some(e) => e.count += d.count,
-        None => dots.push(d),
-    }
-}
-
-/// Adds the work of block `b`, run `times` times per step, to `w` (DMA
-/// bytes per step too).
-pub(super) fn body(k: &Kernel, f: &Func, b: BlockId, times: u64, w: &mut Work) {
-    for &op in &f.blocks[b].ops {
-        let o = &f.ops[op];
-        if leaf(f, o, times, w) {
-            continue;
-        }
-        match &o.kind {
-            OpKind::DmaStart { src, .. } => w.dma_bytes += times * dma_bytes(k, src),
-            OpKind::If {
-                cond,
-                then_block,
-                else_block,
-            } => match const_bool(f, *cond) {
-                // A condition fixed at specialisation (a `bool` argument of
-                // an inlined function) takes its branch.
-                Some(c) => body(k, f, if c { *then_block } else { *else_block }, times, w),
-                None => {
-                    let (mut a, mut e) = (Work::default(), Work::default());
-                    body(k, f, *then_block, times, &mut a);
-                    body(k, f, *else_block, times, &mut e);
-                    merge(w, dearer(a, e));
-                }
-            },
-            OpKind::For {
-                lo,
-                hi,
-                step,
-                body: inner,
-                ..
-            } => {
-                let trips = match (const_int(f, *lo), const_int(f, *hi)) {
-                    (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
-                    _ => 1,
-                };
-                body(k, f, *inner, times * trips, w);
-            }
-            OpKind::While {
-                cond, body: inner, ..
-            } => {
-                body(k, f, *cond, times, w);
-                body(k, f, *inner, times, w);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The more expensive of two branches' work: matmul and vector work,
-/// then DMA bytes (a branch that only copies is dearer than an empty one).
-pub(super) fn dearer(a: Work, e: Work) -> Work {
-    let cost = |x: &Work| {
-        let ops = x
-            .dots
-            .iter()
-            .map(|d| (d.m * d.n * d.k * d.count) as f64)
-            .sum::<f64>()
-            + x.vector_ops;
-        (ops, x.dma_bytes)
-    };
-    if cost(&a) >= cost(&e) {
-        a
-    } else {
-        e
-    }
-}
-
-/// The value of a `bool` constant op, if `v` is one.
-fn const_bool(f: &Func, v: pk_lang::ir::Value) -> Option<bool> {
-    match f.values[v].def {
-        pk_lang::ir::ValueDef::Result(op, 0) => match f.ops[op].kind {
-            OpKind::Const(pk_lang::ir::Literal::Bool(b)) => Some(b),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Adds the per-step work of `x` to `w`.
-pub(super) fn merge(w: &mut Work, x: Work) {
-    w.vector_ops += x.vector_ops;
-    w.transcendentals += x.transcendentals;
-    w.dma_bytes += x.dma_bytes;
-    for d in x.dots {
-        add_dot(&mut w.dots, d);
-    }
 }

@@ -109,6 +109,23 @@ pub(crate) fn spread(f: &Func, src: Value, r: Value) -> Option<Spread> {
     }
 }
 
+/// The source of a tile that repeats one tile along its last axis
+/// (`tile(x, [1, n])`: a concat of `x` with itself), when its rows are
+/// whole groups of four lanes: lane group `c` (bytes) of row `r` of the
+/// result is group `c mod (4 W)` of row `r` of the source, `W` its width.
+/// Such a repeat is read in place by elementwise readers, never stored;
+/// flash attention's `s - nn::lanes(m, bk)` is one pass over `s`.
+pub(crate) fn lane_repeat(f: &Func, op: OpId) -> Option<(Value, u64)> {
+    let OpKind::Concat(vs, axis) = &f.ops[op].kind else {
+        return None;
+    };
+    let src = *vs.first()?;
+    let shape = f.ty(src).shape();
+    let w = shape.last()?.get();
+    (*axis + 1 == shape.len() && vs.iter().all(|&v| v == src) && w > 0 && w % 4 == 0)
+        .then_some((src, w))
+}
+
 /// Whether an op computes its result in a fused SIMD loop (and can thus
 /// take inline operands): a vector elementwise op, or a store of a whole
 /// tile to a contiguous window of a 32-bit ref.
@@ -188,6 +205,7 @@ pub(crate) fn inline_values(k: &Kernel, f: &Func) -> Vec<bool> {
             && match &op.kind {
                 OpKind::Const(_) | OpKind::Splat(_) => true,
                 OpKind::Broadcast(a) => spread(f, *a, r).is_some(),
+                OpKind::Concat(..) => lane_repeat(f, id).is_some(),
                 _ => users[r.index()].len() == 1 && fusing(k, f, id),
             };
     }
@@ -238,6 +256,7 @@ impl Em<'_, '_> {
         };
         match &self.f.ops[op].kind {
             OpKind::Broadcast(a) => spread(self.f, *a, v) != Some(Spread::All),
+            OpKind::Concat(..) => true,
             _ => {
                 rule_of(self.f, op).is_some_and(|(_, ins)| ins.iter().any(|&x| self.needs_rows(x)))
             }
@@ -282,6 +301,28 @@ impl Em<'_, '_> {
                         self.fb.op(I::V128Load32Splat(m32(off)));
                     }
                 }
+            }
+            OpKind::Concat(..) => {
+                let Some((src, w)) = lane_repeat(self.f, op) else {
+                    return;
+                };
+                // Row `r` of the source, at the column `c mod 4W` (bytes).
+                let wb = (w * 4) as u32;
+                self.fb.get(p.row).u32c(wb).op(I::I32Mul).get(p.col);
+                if wb.is_power_of_two() {
+                    self.fb.u32c(wb - 1).op(I::I32And);
+                } else {
+                    self.fb.u32c(wb).op(I::I32RemU);
+                }
+                self.fb.op(I::I32Add);
+                let off = match self.addr(src) {
+                    Addr::Const(c) => c,
+                    Addr::Local(l) => {
+                        self.fb.get(l).op(I::I32Add);
+                        0
+                    }
+                };
+                self.fb.op(I::V128Load(m128(off)));
             }
             _ => {
                 if let Some((rule, ins)) = rule_of(self.f, op) {

@@ -669,6 +669,90 @@ impl Em<'_, '_> {
         Ok(())
     }
 
+    /// A communicating op: a `mesh(site, device, n)` call, its result
+    /// (a device id or a semaphore's value) in `r` when it has one.
+    pub(super) fn mesh_op(
+        &mut self,
+        op: abi::MeshOp,
+        windows: [Option<&RefView>; 4],
+        device: Option<Value>,
+        n: Option<Value>,
+        r: Option<Value>,
+    ) -> Result<(), Error> {
+        use abi::MeshOp as M;
+        let name = |em: &Self, v: Option<&RefView>| {
+            v.map(|v| em.k.refs[v.target].name.clone())
+                .unwrap_or_default()
+        };
+        let what = match op {
+            M::DeviceId => "`device_id`".to_string(),
+            M::RemoteStart => format!(
+                "start of the remote copy `{}` -> `{}`",
+                name(self, windows[0]),
+                name(self, windows[1])
+            ),
+            M::WaitSend => format!(
+                "`remote_wait_send` of `{}` -> `{}`",
+                name(self, windows[0]),
+                name(self, windows[1])
+            ),
+            M::WaitRecv => format!(
+                "`remote_wait_recv` of `{}` -> `{}`",
+                name(self, windows[0]),
+                name(self, windows[1])
+            ),
+            M::Signal => format!("`sem_signal` of `{}`", name(self, windows[2])),
+            M::Wait => format!("`sem_wait` of `{}`", name(self, windows[2])),
+            M::Read => format!("`sem_read` of `{}`", name(self, windows[2])),
+        };
+        let site = self.site(what);
+        let mut slot = 0;
+        let mut win = |em: &mut Self, v: Option<&RefView>| v.map(|v| em.dma_window(v, &mut slot));
+        let src = win(self, windows[0]);
+        let dst = win(self, windows[1]);
+        let sem = win(self, windows[2]);
+        let recv_sem = win(self, windows[3]);
+        let barrier = windows[2].is_some_and(|v| self.k.refs[v.target].ty.space == Space::Barrier);
+        self.sites.arg_slots = self.sites.arg_slots.max(slot);
+        self.sites.meshes.push(abi::MeshSite {
+            site,
+            op,
+            src,
+            dst,
+            sem,
+            recv_sem,
+            barrier,
+        });
+        self.fb.u32c(site);
+        match device {
+            Some(d) => {
+                self.get(d);
+            }
+            None => {
+                self.fb.i32c(-1);
+            }
+        }
+        match n {
+            Some(n) => {
+                self.get(n);
+            }
+            None => {
+                self.fb.i32c(0);
+            }
+        }
+        self.fb.op(I::Call(self.imp.mesh));
+        match r {
+            Some(r) => {
+                let l = self.local(r);
+                self.fb.set(l);
+            }
+            None => {
+                self.fb.op(I::Drop);
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn dot(
         &mut self,
         lhs: Value,
@@ -829,6 +913,7 @@ impl Em<'_, '_> {
                 OpKind::DmaStart { dst, .. } | OpKind::DmaWait { dst, .. } => {
                     self.same_memory(dst.target, view.target)
                 }
+                OpKind::RemoteDma { .. } => true,
                 OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
                 _ => false,
             });
@@ -912,6 +997,7 @@ impl Em<'_, '_> {
                 OpKind::DmaStart { src, dst, .. } | OpKind::DmaWait { src, dst, .. } => {
                     self.same_memory(src.target, target) || self.same_memory(dst.target, target)
                 }
+                OpKind::RemoteDma { .. } => true,
                 OpKind::If { .. } | OpKind::For { .. } | OpKind::While { .. } => true,
                 _ => false,
             });

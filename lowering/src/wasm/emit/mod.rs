@@ -16,12 +16,12 @@ mod shape;
 
 pub(crate) use memory::view_kind;
 
-use super::abi::{DmaSite, DotSite, Loc, Site, TrapKind};
+use super::abi::{self, DmaSite, DotSite, Loc, Site, TrapKind};
 use super::fb::{m32, Fb};
 use super::math::Helpers;
 use super::plan::{GroupKind, Plan};
 use super::Error;
-use pk_lang::ir::{BlockId, DType, Func, Kernel, OpId, OpKind, Value};
+use pk_lang::ir::{BlockId, DType, Func, Kernel, OpId, OpKind, RemotePhase, Value};
 use pk_lang::span::{SourceMap, Span};
 use std::collections::HashMap;
 use wasm_encoder::{BlockType, Instruction as I, ValType};
@@ -35,6 +35,7 @@ pub(crate) struct Imports {
     pub dma_wait: u32,
     pub eup: u32,
     pub fill: u32,
+    pub mesh: u32,
 }
 
 /// The side tables shared by every function of a module.
@@ -43,6 +44,7 @@ pub(crate) struct Sites<'s> {
     pub sites: Vec<Site>,
     pub dots: Vec<DotSite>,
     pub dmas: Vec<DmaSite>,
+    pub meshes: Vec<abi::MeshSite>,
     /// Argument slots the DMA descriptors need.
     pub arg_slots: u32,
 }
@@ -349,6 +351,7 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Reshape(a) => self.alias(*a, res(r)?),
             OpKind::Transpose(a, perm) => self.transpose(*a, perm, res(r)?),
             OpKind::Slice(a, window) => self.slice(*a, window, res(r)?),
+            OpKind::Concat(..) if r.is_some_and(|r| self.is_inline(r)) => Ok(()),
             OpKind::Concat(vs, axis) => self.concat(vs, *axis, res(r)?),
             OpKind::Iota { dim } => self.iota(*dim, res(r)?),
             OpKind::Reduce {
@@ -367,15 +370,35 @@ impl<'a, 's> Em<'a, 's> {
             OpKind::Store(v, x, Some(m)) => self.masked_store(v, *x, *m),
             OpKind::DmaStart { src, dst, sem } => self.dma(src, dst, sem, true),
             OpKind::DmaWait { src, dst, sem } => self.dma(src, dst, sem, false),
-            OpKind::DeviceId
-            | OpKind::RemoteDma { .. }
-            | OpKind::SemSignal { .. }
-            | OpKind::SemWait { .. }
-            | OpKind::SemRead(_) => Err(Error::Unsupported {
-                what: "a communicating operation (device ids, remote copies, semaphore signals)"
-                    .to_string(),
-                span: self.f.span(id),
-            }),
+            OpKind::DeviceId => self.mesh_op(abi::MeshOp::DeviceId, [None; 4], None, None, r),
+            OpKind::RemoteDma {
+                phase,
+                src,
+                dst,
+                send_sem,
+                recv_sem,
+                device,
+            } => {
+                let op = match phase {
+                    RemotePhase::Start => abi::MeshOp::RemoteStart,
+                    RemotePhase::WaitSend => abi::MeshOp::WaitSend,
+                    RemotePhase::WaitRecv => abi::MeshOp::WaitRecv,
+                };
+                let w = [Some(src), Some(dst), Some(send_sem), Some(recv_sem)];
+                self.mesh_op(op, w, Some(*device), None, None)
+            }
+            OpKind::SemSignal { sem, n, device } => {
+                let w = [None, None, Some(sem), None];
+                self.mesh_op(abi::MeshOp::Signal, w, *device, Some(*n), None)
+            }
+            OpKind::SemWait { sem, n } => {
+                let w = [None, None, Some(sem), None];
+                self.mesh_op(abi::MeshOp::Wait, w, None, Some(*n), None)
+            }
+            OpKind::SemRead(sem) => {
+                let w = [None, None, Some(sem), None];
+                self.mesh_op(abi::MeshOp::Read, w, None, None, r)
+            }
             OpKind::If {
                 cond,
                 then_block,
