@@ -179,6 +179,7 @@ impl Walk {
                     self.block(body, d + 1);
                 }
                 Stmt::Assert(a) => self.expr(&a.cond, d + 1),
+                Stmt::Print { args, .. } => args.iter().for_each(|a| self.expr(a, d + 1)),
             }
         }
         if let Some(t) = &b.tail {

@@ -143,6 +143,8 @@ pub enum Tok {
     Unroll,
     #[token("assert")]
     Assert,
+    #[token("print")]
+    Print,
     /// A string literal; only assertion messages take one.
     #[regex(r#""([^"\\\n]|\\.)*""#, string_text)]
     Str(String),
@@ -313,6 +315,7 @@ impl Tok {
             Tok::Unroll => "unroll",
             Tok::While => "while",
             Tok::Assert => "assert",
+            Tok::Print => "print",
             Tok::Grid => "grid",
             Tok::Scratch => "scratch",
             Tok::Prefetch => "prefetch",

@@ -50,6 +50,7 @@
 [ "if" "else" ] @keyword.conditional
 [ "for" "while" ] @keyword.repeat
 "assert" @keyword
+"print" @function.builtin
 
 [
   "=" "+=" "-=" "*=" "/=" "==" "!=" "<" "<=" ">" ">=" "+" "-" "*" "/" "%"

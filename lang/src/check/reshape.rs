@@ -153,7 +153,12 @@ impl Builder<'_, '_> {
         for a in args {
             shape.push(self.const_dim(&a.value, "a reshaped size")?);
         }
-        let count = |s: &[Dim]| s.iter().map(Dim::known).product::<Option<i64>>();
+        // In i128, saturating: sizes whose product overflows i64 count as
+        // more elements than any ref has, never as a panic.
+        let count = |s: &[Dim]| {
+            s.iter()
+                .try_fold(1i128, |acc, d| Some(acc.saturating_mul(i128::from(d.known()?))))
+        };
         if let (Some(a), Some(b)) = (count(&from.shape), count(&shape)) {
             if a != b {
                 self.error(

@@ -333,6 +333,9 @@ pub enum OpKind {
     },
     /// The current value of a semaphore (scalar i32).
     SemRead(RefView),
+    /// `print`: writes `fmt` with each `{}` replaced by the next argument
+    /// (scalar i32s, or one tile for the last `{}`), with the grid step.
+    Print { fmt: String, args: Vec<Value> },
     /// Runs `then_block` or `else_block`; each yields the op's results.
     If {
         cond: Value,
@@ -439,6 +442,7 @@ impl OpKind {
                 out.push(*n);
             }
             OpKind::SemRead(sem) => view(sem, &mut out),
+            OpKind::Print { args, .. } => out.extend(args.iter().copied()),
             OpKind::If { cond, .. } => out.push(*cond),
             OpKind::For { lo, hi, inits, .. } => {
                 out.extend([*lo, *hi]);

@@ -307,6 +307,10 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         },
         OpKind::SemWait { sem, n } => format!("sem_wait {} for {}", view(sem), val(*n)),
         OpKind::SemRead(sem) => format!("sem_read {}", view(sem)),
+        OpKind::Print { fmt, args } => {
+            let a: Vec<String> = args.iter().map(|v| val(*v)).collect();
+            format!("print {fmt:?} {}", a.join(", "))
+        }
         OpKind::If {
             cond,
             then_block,

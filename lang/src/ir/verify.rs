@@ -648,6 +648,21 @@ impl Ctx<'_> {
                     return err(sp, "a semaphore reads as a scalar i32");
                 }
             }
+            OpKind::Print { fmt, args } => {
+                let mut tiles = 0;
+                for v in args {
+                    match self.use_(id, *v, scope)? {
+                        t if *t == scalar_i32 => {}
+                        Type::Vector(..) => tiles += 1,
+                        _ => return err(sp, "print takes scalar i32s or one tile"),
+                    }
+                }
+                if fmt.matches("{}").count() != args.len()
+                    || (tiles > 0 && (args.len() != 1 || !fmt.ends_with("{}")))
+                {
+                    return err(sp, "a print's format does not match its arguments");
+                }
+            }
             OpKind::If {
                 cond,
                 then_block,
