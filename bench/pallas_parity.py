@@ -144,6 +144,43 @@ def pallas_matmul(dtype: Any, m: int = 1024, n: int = 1024, k: int = 1024) -> Pa
     return f, [jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype)]
 
 
+def pallas_linear(m: int = 2048, k: int = 2048, n: int = 1024, bm: int = 256) -> PallasSide:
+    """`y = x @ w + b` with the whole weight and bias resident and
+    single-buffered (`pipeline_mode=pl.Buffered(1)`), the rows of `x`
+    streamed: the Pallas kernel kernels/linear.pk matches (JAX ships none
+    with single-buffered weights)."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(x_ref, w_ref, b_ref, y_ref):
+        y_ref[...] = (
+            jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32) + b_ref[...]
+        )
+
+    def f(x, w, b):
+        one = pl.Buffered(1)
+        return pl.pallas_call(
+            body,
+            grid=(1, m // bm),
+            in_specs=[
+                pl.BlockSpec((bm, k), lambda j, i: (i, 0)),
+                pl.BlockSpec((k, n), lambda j, i: (0, j), pipeline_mode=one),
+                pl.BlockSpec((1, n), lambda j, i: (0, j), pipeline_mode=one),
+            ],
+            out_specs=pl.BlockSpec((bm, n), lambda j, i: (i, j)),
+            out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+            compiler_params=pltpu.CompilerParams(
+                dimension_semantics=("parallel", "parallel"), vmem_limit_bytes=16 << 20
+            ),
+        )(x, w, b)
+
+    return f, [
+        jax.ShapeDtypeStruct((m, k), jnp.bfloat16),
+        jax.ShapeDtypeStruct((k, n), jnp.bfloat16),
+        jax.ShapeDtypeStruct((1, n), jnp.float32),
+    ]
+
+
 # The reference designs of the kernels still being written. Their rows
 # below name the `.pk` file each will live in and are skipped until it
 # exists; the kernel's author fills in `pk_params` to match the Pallas
@@ -253,6 +290,10 @@ ROWS: list[Row] = [
     Row("matmul", "1024^3 f32, blocks 256/256/512", "matmul.pk", "matmul",
         {"M": "1024", "N": "1024", "K": "1024", "bm": "256", "bn": "256", "bk": "512", "T": "f32"},
         lambda: pallas_matmul(jnp.float32)),
+    Row("linear, resident weight", "M2048 K2048 N1024 bf16 -> f32, bm 256, w and b Buffered(1)",
+        "linear.pk", "linear",
+        {"M": "2048", "K": "2048", "N": "1024", "bm": "256", "bn": "1024", "nw": "1", "T": "bf16",
+         "O": "f32"}, pallas_linear),
     # Pallas's side only (`--pallas-only`): pk's splash, paged and ragged
     # paged kernels are compared by pallas_parity_splash.py and
     # pallas_parity_paged.py, which build their metadata too.

@@ -230,3 +230,83 @@ fn a_violation_on_a_very_long_line_is_reported_plainly() {
     assert!(t.contains("help: a dynamic index"), "{t}");
     assert!(!t.contains("panicked"), "{t}");
 }
+
+/// `print` writes each grid step's line to standard error, with the
+/// kernel and the step, scalars in place of `{}` and the tile as numpy
+/// lays out an array (the first and last three rows and columns of its
+/// 1024 elements); the values are the input's, doubled, worked out here.
+#[test]
+fn print_writes_each_step_with_its_values() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    let v: Vec<f32> = (0..16 * 128).map(|i| i as f32 / 4.0).collect();
+    npy::write(&x, &HostArray::from_f32(&[16, 128], &v)).expect("written");
+    let x_arg = format!("x={}", x.display());
+    let o = pkc(&["run", "tests/cpu/print.pk", "--in", &x_arg]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for step in 0..2 {
+        assert!(err.contains(&format!("[show ({step})] step {step} of 2\n")), "{err}");
+        assert!(err.contains(&format!("[show ({step})] no arguments, {{braces}}\n")), "{err}");
+        // Row r, column c of step s's block holds (1024 s + 128 r + c) / 4,
+        // doubled: (1024 s + 128 r + c) / 2.
+        let at = |r: usize, c: usize| format!("{}", (1024 * step + 128 * r + c) as f32 / 2.0);
+        let first = format!("[show ({step})] 2 x = [[");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&first))
+            .unwrap_or_else(|| panic!("no tile line for step {step}:\n{err}"));
+        let cells: Vec<&str> = line[first.len()..].trim_end_matches(']').split_whitespace().collect();
+        assert_eq!(
+            cells,
+            [at(0, 0), at(0, 1), at(0, 2), "...".into(), at(0, 125), at(0, 126), at(0, 127)]
+        );
+    }
+    // The three lines of each of the two steps, the tile's 7 lines.
+    assert_eq!(err.lines().filter(|l| l.starts_with("[show (")).count(), 6, "{err}");
+}
+
+/// A tile reduced to a scalar is a scalar: its sum, max, min and the
+/// argmax of its row sums, worked out here from the input.
+#[test]
+fn scalar_reductions_of_a_tile() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x = dir.path().join("x.npy");
+    // Row r holds r - 3 + c / 128, except 1000 in row 5, whose sum (1317.4)
+    // then passes row 7's (575.5).
+    let mut v: Vec<f32> = (0..8 * 128)
+        .map(|i| (i / 128) as f32 - 3.0 + (i % 128) as f32 / 128.0)
+        .collect();
+    v[5 * 128 + 7] = 1000.0;
+    npy::write(&x, &HostArray::from_f32(&[8, 128], &v)).expect("written");
+    let x_arg = format!("x={}", x.display());
+    let outs: Vec<_> = ["s", "hi", "lo", "best"]
+        .iter()
+        .map(|n| (n, dir.path().join(format!("{n}.npy"))))
+        .collect();
+    let mut args = vec![
+        "run".to_string(),
+        "tests/cpu/scalar_reductions.pk".into(),
+        "--in".into(),
+        x_arg,
+    ];
+    for (n, p) in &outs {
+        args.extend(["--out".into(), format!("{n}={}", p.display())]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = pkc(&refs);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let read = |i: usize| npy::read(&outs[i].1).expect("output").data;
+    let f32s = |b: Vec<u8>| -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let sum: f64 = v.iter().map(|&x| f64::from(x)).sum();
+    let s = f32s(read(0));
+    assert!(s.iter().all(|&y| (f64::from(y) - sum).abs() < 1e-3), "{} vs {sum}", s[0]);
+    assert!(f32s(read(1)).iter().all(|&y| y == 1000.0));
+    assert!(f32s(read(2)).iter().all(|&y| y == -3.0));
+    let best = read(3);
+    assert!(best.chunks(4).all(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) == 5));
+}

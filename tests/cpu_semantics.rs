@@ -96,6 +96,25 @@ fn async_copies_with_semaphores() {
     assert_eq!(results[0], results[1]);
 }
 
+/// A wait names any windows of the copy's byte count (the TPU's DMA wait
+/// counts bytes on its semaphore): the data lands where each copy was
+/// started, whether copies complete at start or at wait.
+#[test]
+fn copy_wait_counts_bytes_not_windows() {
+    let k = build("tests/cpu/dma_wait_bytes.pk", &[]);
+    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 997) as f32);
+    for dma in [DmaMode::AtStart, DmaMode::AtWait] {
+        let opts = RunOptions {
+            dma,
+            ..RunOptions::default()
+        };
+        let y = k.run(vec![xa.clone()], &opts).expect("runs").remove(0);
+        for (i, v) in y.to_f32().iter().enumerate() {
+            assert_eq!(*v, x[i] + 1.0, "{dma:?} element {i}");
+        }
+    }
+}
+
 /// Parallel units on 1 and 2 threads give identical bits.
 #[test]
 fn parallel_units_bit_identical_across_threads() {

@@ -16,7 +16,7 @@ import os
 import ml_dtypes
 import numpy as np
 
-from gen import attention, gmm, layers, paged, qmatmul, splash
+from gen import attention, gmm, layers, linear, paged, qmatmul, splash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -103,6 +103,7 @@ def main():
     cases += gmm.cases() + qmatmul.cases()
     cases += paged.cases() + paged.ragged_cases() + paged.jax_ragged_cases()
     cases += splash.cases()
+    cases += linear.cases()
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

@@ -148,6 +148,7 @@ module.exports = grammar({
       'at',
       $.index_map,
       optional(seq('in', $.memory_space)),
+      optional(seq('buffered', '(', field('buffers', $._expression), ')')),
     ),
     index_map: $ => seq('(', commaSep($._expression), ')'),
     squeezed: _ => '_',
@@ -201,6 +202,7 @@ module.exports = grammar({
       $.for_statement,
       $.while_statement,
       $.assert_statement,
+      $.print_statement,
       $.function_declaration,
     ),
     let_statement: $ => seq(
@@ -242,6 +244,7 @@ module.exports = grammar({
     ),
     while_statement: $ => seq('while', field('condition', $._expression), field('body', $.block)),
     assert_statement: $ => seq($.static_assert, ';'),
+    print_statement: $ => seq('print', '(', field('format', $.string), repeat(seq(',', field('argument', $._expression))), ')', ';'),
     static_assert: $ => seq('assert', '(', field('condition', $._expression), optional(seq(',', field('message', $.string))), ')'),
 
     // ---- Expressions ----------------------------------------------------

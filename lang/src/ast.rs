@@ -266,6 +266,9 @@ pub enum Placement {
         dims: Vec<BlockDim>,
         index_map: Vec<Expr>,
         space: Option<(MemSpace, Span)>,
+        /// `buffered(n)`: how many buffers the pipeline keeps for the block
+        /// (Pallas's `pipeline_mode=pl.Buffered(n)`); two when absent.
+        buffers: Option<Expr>,
         span: Span,
     },
     /// The whole array, in one memory space, for the whole grid.
@@ -454,6 +457,13 @@ pub enum Stmt {
     /// A function declared inside a kernel (or function) body: it sees the
     /// names in scope where it is declared.
     Fn(Box<FnDecl>),
+    /// `print("x = {}, i = {}", x, i);`: prints at run time, with the grid
+    /// step; each `{}` takes the next argument.
+    Print {
+        fmt: String,
+        args: Vec<Expr>,
+        span: Span,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -653,6 +663,7 @@ impl Drop for Expr {
                                 take(&mut block_expr(body));
                             }
                             Stmt::Assert(a) => take(&mut a.cond),
+                            Stmt::Print { args, .. } => args.iter_mut().for_each(&mut take),
                         }
                     }
                     if let Some(t) = &mut b.tail {

@@ -43,9 +43,15 @@ pub fn too_deep(m: &Module) -> Option<Span> {
                 for o in k.inputs.iter().chain(&k.outputs) {
                     w.exprs(&o.dims);
                     if let Placement::Block {
-                        dims, index_map, ..
+                        dims,
+                        index_map,
+                        buffers,
+                        ..
                     } = &o.placement
                     {
+                        if let Some(e) = buffers {
+                            w.expr(e, 0);
+                        }
                         for d in dims {
                             if let BlockDim::Size(e) = d {
                                 w.expr(e, 0);
@@ -173,6 +179,7 @@ impl Walk {
                     self.block(body, d + 1);
                 }
                 Stmt::Assert(a) => self.expr(&a.cond, d + 1),
+                Stmt::Print { args, .. } => args.iter().for_each(|a| self.expr(a, d + 1)),
             }
         }
         if let Some(t) = &b.tail {

@@ -581,7 +581,9 @@ impl Builder<'_> {
             return false;
         }
         match tb {
-            Tok::LParen => !(matches!(ta, Tok::Ident(_) | Tok::Assert) || ra == Role::GenClose),
+            Tok::LParen => {
+                !(matches!(ta, Tok::Ident(_) | Tok::Assert | Tok::Buffered) || ra == Role::GenClose)
+            }
             Tok::LBracket => {
                 let method_at = *ta == Tok::At && a > 0 && self.t[a - 1].tok == Tok::Dot;
                 !(matches!(

@@ -143,6 +143,8 @@ pub enum Tok {
     Unroll,
     #[token("assert")]
     Assert,
+    #[token("print")]
+    Print,
     /// A string literal; only assertion messages take one.
     #[regex(r#""([^"\\\n]|\\.)*""#, string_text)]
     Str(String),
@@ -160,6 +162,8 @@ pub enum Tok {
     At,
     #[token("aliases")]
     Aliases,
+    #[token("buffered")]
+    Buffered,
     #[token("parallel")]
     Parallel,
     #[token("arbitrary")]
@@ -311,12 +315,14 @@ impl Tok {
             Tok::Unroll => "unroll",
             Tok::While => "while",
             Tok::Assert => "assert",
+            Tok::Print => "print",
             Tok::Grid => "grid",
             Tok::Scratch => "scratch",
             Tok::Prefetch => "prefetch",
             Tok::Block => "block",
             Tok::At => "at",
             Tok::Aliases => "aliases",
+            Tok::Buffered => "buffered",
             Tok::Parallel => "parallel",
             Tok::Arbitrary => "arbitrary",
             Tok::Vmem => "vmem",

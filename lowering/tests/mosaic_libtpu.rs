@@ -1251,6 +1251,94 @@ fn the_vmem_estimate_of_an_int8_matmul_counts_its_result_and_no_copies() {
     }
 }
 
+/// A linear layer whose f32 weight block (`[2048 s, 1024]`, 8 s MiB)
+/// alternates between two halves of the weight while f32 rows stream
+/// through: with `buffered(nw)` at 1 its blocks take (8 + 2 x 2 + 2 x 1) s
+/// = 14 s MiB, at 2 they take 22 s MiB, against a scoped limit of 16 s MiB.
+/// The weight's block index changes (`i % 2`): libtpu keeps a block whose
+/// index never changes in one buffer by itself, whatever its pipeline mode.
+fn resident_weight_kernel(nw: u32, s: u64) -> String {
+    format!(
+        "kernel resident<nw = {nw}>(
+    x: f32[1024, {k}] block [256, {k}] at (i, 0),
+    w: f32[{k2}, 1024] block [{k}, 1024] at (i % 2, 0) buffered(nw),
+) -> y: f32[1024, 1024] block [256, 1024] at (i, 0)
+grid (i in 4 parallel)
+vmem_limit {s} * 16 * 1024 * 1024
+{{
+    y[..] = dot(x[..], w[..]);
+}}
+",
+        k = 2048 * s,
+        k2 = 4096 * s
+    )
+}
+
+/// libtpu keeps one buffer for a block whose window params say
+/// `#tpu.pipeline_mode<synchronous>`, on every generation: the kernel with
+/// a single-buffered 8 MiB weight block compiles within 16 MiB of scoped
+/// VMEM, and the same kernel with two buffers is refused for VMEM by
+/// libtpu and by the checker (PK0306). TPU7x takes no scoped limit under
+/// 32 MiB, so its case is twice the size. So the budget the checker counts
+/// for `buffered(1)` is the one libtpu allocates.
+#[test]
+fn libtpu_single_buffers_a_block_marked_buffered_1_on_every_generation() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let compile = |src: &str, target: Target, limit: u64| -> (Option<Vec<&'static str>>, Result<(), String>) {
+        let checked = Options {
+            target,
+            specialise: true,
+            ..Options::default()
+        };
+        let codes = pk_lang::compile_source("k.pk", src, &checked)
+            .err()
+            .map(|f| f.diags.iter().map(|d| d.code.code).collect());
+        let opts = Options {
+            skip_tpu_rules: true,
+            ..checked
+        };
+        let module = pk_lang::compile_source("k.pk", src, &opts).expect("checks without TPU rules");
+        let k = &module.kernels[0];
+        let lowered = mosaic::lower(&module, k, &mosaic::Options::default()).expect("lowers");
+        let mut call = mosaic::custom_call(k, &lowered);
+        call.vmem_limit_bytes = Some(limit);
+        let hlo = stablehlo::custom_call_module(&call).expect("wraps");
+        (
+            codes,
+            plugin
+                .compile(tpu_target(target), &hlo)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        )
+    };
+    let mut failures = Vec::new();
+    for target in Target::ALL {
+        let s = if target == Target::Tpu7x { 2 } else { 1 };
+        let limit = s * (16 << 20);
+        let one = resident_weight_kernel(1, s);
+        let two = resident_weight_kernel(2, s);
+        match compile(&one, target, limit) {
+            (None, Ok(())) => {}
+            (codes, r) => failures.push(format!(
+                "{target}, one buffer: checker {codes:?}, libtpu {:?}",
+                r.err()
+            )),
+        }
+        match compile(&two, target, limit) {
+            (Some(codes), Err(e))
+                if codes == ["PK0306"]
+                    && (libtpu_vmem_used(&e).is_some()
+                        || e.contains("Ran out of memory in memory space vmem")) => {}
+            (codes, r) => failures.push(format!(
+                "{target}, two buffers: checker {codes:?}, libtpu {:?}",
+                r.err()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Row windows of remote copies over `[4 * R, 256]` arrays, `R` the dtype's
 /// rows per tile (8 for f32, 16 for bf16, 32 for i8): `(source rows,
 /// destination rows, lanes)`, whole tiles or not, constant or run-time.

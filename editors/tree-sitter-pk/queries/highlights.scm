@@ -43,13 +43,14 @@
 
 [
   "kernel" "fn" "use" "const" "let" "mut"
-  "grid" "scratch" "prefetch" "block" "at" "aliases" "vmem_limit" "where"
+  "grid" "scratch" "prefetch" "block" "at" "buffered" "aliases" "vmem_limit" "where"
   "dma_sem" "dtype" "step" "unroll" "is" "not" "as" "in"
 ] @keyword
 
 [ "if" "else" ] @keyword.conditional
 [ "for" "while" ] @keyword.repeat
 "assert" @keyword
+"print" @function.builtin
 
 [
   "=" "+=" "-=" "*=" "/=" "==" "!=" "<" "<=" ">" ">=" "+" "-" "*" "/" "%"

@@ -59,6 +59,8 @@ const KEYWORDS: &[&str] = &[
     "any",
     "where",
     "assert",
+    "print",
+    "buffered",
     "unroll",
     "step",
     "true",

@@ -493,6 +493,7 @@ impl Walker<'_> {
                 self.block(body);
             }
             Stmt::Assert(a) => self.expr(&a.cond),
+            Stmt::Print { args, .. } => args.iter().for_each(|a| self.expr(a)),
             Stmt::Fn(f) => {
                 let d = self.add(&f.name, DefKind::Function, f.span, &f.docs);
                 self.function(f, Some(d));

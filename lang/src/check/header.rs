@@ -410,11 +410,15 @@ impl<'a> KernelCx<'a> {
                     dims: bdims,
                     index_map,
                     space,
+                    buffers,
                     span: pspan,
                 } => {
                     let space = space.map(|(s, _)| mem_space(s)).unwrap_or(Space::Vmem);
-                    let (block, ref_shape) =
+                    let (mut block, ref_shape) =
                         self.block(ck, name, &shape, bdims, index_map, *pspan, grid_names);
+                    if let Some(e) = buffers {
+                        block.buffers = self.buffer_count(ck, name, e);
+                    }
                     (space, Some(block), ref_shape)
                 }
             },
@@ -445,6 +449,31 @@ impl<'a> KernelCx<'a> {
             ref_id,
             aliases: None,
             span,
+        }
+    }
+
+    /// The buffer count of `buffered(e)`: a compile-time 1 or 2, the two
+    /// pipeline modes Mosaic's grid pipeline has (`synchronous` and
+    /// `double_buffered`; Pallas's `pallas_call` refuses other counts on
+    /// TPU too). An error leaves the default of two.
+    fn buffer_count(&self, ck: &mut Checker, name: &ast::Ident, e: &ast::Expr) -> Dim {
+        let Some(d) = self.constant(ck).const_dim(e, "a buffer count") else {
+            return Dim::Known(2);
+        };
+        match d.known() {
+            Some(n) if !(1..=2).contains(&n) => {
+                ck.error(
+                    Diag::new(
+                        &codes::BUFFER_COUNT,
+                        format!("`{}` asks for {n} buffers; a grid's blocks have 1 or 2", name.name),
+                        e.span,
+                    )
+                    .label(format!("this is {n}"))
+                    .help("`buffered(1)` for a block whose index rarely changes (weights, scales), `buffered(2)` (the default) to fetch the next block while this one is used; deeper prefetching is a loop of `copy_start`/`copy_wait` over an `in any` operand"),
+                );
+                Dim::Known(2)
+            }
+            _ => d,
         }
     }
 
@@ -516,6 +545,7 @@ impl<'a> KernelCx<'a> {
             ir::BlockSpec {
                 dims: bd,
                 index_map: f,
+                buffers: Dim::Known(2),
             },
             ref_shape,
         )

@@ -153,7 +153,12 @@ impl Builder<'_, '_> {
         for a in args {
             shape.push(self.const_dim(&a.value, "a reshaped size")?);
         }
-        let count = |s: &[Dim]| s.iter().map(Dim::known).product::<Option<i64>>();
+        // In i128, saturating: sizes whose product overflows i64 count as
+        // more elements than any ref has, never as a panic.
+        let count = |s: &[Dim]| {
+            s.iter()
+                .try_fold(1i128, |acc, d| Some(acc.saturating_mul(i128::from(d.known()?))))
+        };
         if let (Some(a), Some(b)) = (count(&from.shape), count(&shape)) {
             if a != b {
                 self.error(
@@ -203,7 +208,9 @@ impl Builder<'_, '_> {
             } else {
                 None
             };
-            let Some(rows) = rows.filter(|r| (*r as u64 * fb).is_multiple_of(tb)) else {
+            // In u128: a size near i64::MAX times the bits does not wrap.
+            let bits = |r: i64| u128::from(r as u64) * u128::from(fb);
+            let Some(rows) = rows.filter(|r| bits(*r).is_multiple_of(u128::from(tb))) else {
                 self.error(
                     Diag::new(
                         &codes::REF_RESHAPE,
@@ -217,7 +224,7 @@ impl Builder<'_, '_> {
                 );
                 return None;
             };
-            shape[rank - 2] = Dim::Known((rows as u64 * fb / tb) as i64);
+            shape[rank - 2] = Dim::Known((bits(rows) / u128::from(tb)).min(i64::MAX as u128) as i64);
         }
         Some(RefType {
             space: from.space,

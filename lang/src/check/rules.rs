@@ -297,12 +297,15 @@ fn budget_items(k: &Kernel) -> (Items, Items) {
         let Some(bytes) = padded_bytes(t) else {
             continue;
         };
-        match (o.space, o.block.is_some()) {
-            (Space::Vmem, true) => vmem.push((
-                format!("`{}` block {} x2 (double-buffered)", o.name, t),
-                bytes.saturating_mul(2),
-            )),
-            (Space::Vmem, false) => vmem.push((format!("`{}` whole array {}", o.name, t), bytes)),
+        match (o.space, &o.block) {
+            (Space::Vmem, Some(b)) => vmem.push(match b.buffer_count() {
+                1 => (format!("`{}` block {} x1 (buffered(1))", o.name, t), bytes),
+                n => (
+                    format!("`{}` block {} x{n} (double-buffered)", o.name, t),
+                    bytes.saturating_mul(n),
+                ),
+            }),
+            (Space::Vmem, None) => vmem.push((format!("`{}` whole array {}", o.name, t), bytes)),
             (Space::Smem, _) => smem.push((format!("`{}`", o.name), t.bytes().unwrap_or(0).max(4))),
             _ => {}
         }
@@ -619,7 +622,7 @@ fn operands(f: &Func, k: &OpKind) -> Vec<Value> {
 }
 
 /// The VMEM the checker counts for `k` on `target`: the blocks and scratch
-/// (double-buffered where blocked) plus what the TPU compiler keeps for the
+/// (times their buffer count where blocked) plus what the TPU compiler keeps for the
 /// matmul that needs the most. PK0306 is this total against the kernel's
 /// usable VMEM (its `vmem_limit`, at most the chip's).
 pub fn vmem_estimate(k: &Kernel, target: crate::target::Target) -> u64 {
@@ -636,11 +639,7 @@ pub fn vmem_report(k: &Kernel) -> Vec<(String, u64)> {
             if let Some(b) = padded_bytes(&k.refs[o.ref_id].ty) {
                 out.push((
                     o.name.clone(),
-                    if o.block.is_some() {
-                        b.saturating_mul(2)
-                    } else {
-                        b
-                    },
+                    b.saturating_mul(o.block.as_ref().map_or(1, |s| s.buffer_count())),
                 ));
             }
         }

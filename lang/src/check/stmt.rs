@@ -119,7 +119,108 @@ impl Builder<'_, '_> {
             }
             Stmt::LetTuple { names, value, .. } => self.let_tuple(names, value),
             Stmt::Fn(f) => self.local_fn(f),
+            Stmt::Print { fmt, args, span } => self.print(fmt, args, *span),
         }
+    }
+
+    /// `print("..{}..", args)`: each `{}` takes the next argument. The
+    /// TPU's logging ops take scalar i32s (`tpu.log`) or one tile for a
+    /// format that ends with `{}` (`tpu.log_buffer`); `{{` and `}}` are
+    /// literal braces.
+    fn print(&mut self, fmt: &str, args: &[Expr], span: Span) {
+        let vals: Vec<(Val, Span)> = args.iter().map(|a| (self.expr(a), a.span)).collect();
+        if self.mode != Mode::Body {
+            self.error(
+                Diag::new(&codes::PRINT, "`print` runs in a kernel body only", span)
+                    .label("not in a kernel body")
+                    .help("index maps and compile-time code have no run time to print at; print the value in the body"),
+            );
+            return;
+        }
+        let Some(holes) = placeholders(fmt) else {
+            self.error(
+                Diag::new(&codes::PRINT, "a brace in a `print` format that is not `{}`", span)
+                    .label("this format")
+                    .help("each `{}` takes the next argument; write `{{` and `}}` for literal braces"),
+            );
+            return;
+        };
+        if holes != vals.len() {
+            self.error(
+                Diag::new(
+                    &codes::PRINT,
+                    format!(
+                        "the format has {holes} `{{}}` but `print` has {} argument{}",
+                        vals.len(),
+                        if vals.len() == 1 { "" } else { "s" }
+                    ),
+                    span,
+                )
+                .label("here")
+                .help("give one argument for each `{}`"),
+            );
+            return;
+        }
+        let mut values = Vec::new();
+        for (v, s) in vals {
+            let Some(x) = self.value(v, s) else {
+                return;
+            };
+            values.push((x, s));
+        }
+        let tiles: Vec<Span> = values
+            .iter()
+            .filter(|(v, _)| !self.f.ty(*v).is_scalar())
+            .map(|(_, s)| *s)
+            .collect();
+        if let Some(&s) = tiles.first() {
+            if values.len() != 1 || !fmt.ends_with("{}") {
+                self.error(
+                    Diag::new(
+                        &codes::PRINT,
+                        "a tile is printed alone, at the end of the format",
+                        s,
+                    )
+                    .label("this tile")
+                    .help("the TPU logs one tile per `print`, for a format that ends with `{}`: `print(\"m = {}\", m)`; print scalars with another `print`"),
+                );
+                return;
+            }
+            if self.f.ty(values[0].0).dtype() == DType::Bool {
+                self.error(
+                    Diag::new(&codes::PRINT, "a `bool` tile in `print`", s)
+                        .label("a `bool` tile")
+                        .help("print it as integers: `m as i32`"),
+                );
+                return;
+            }
+        } else {
+            for (v, s) in &values {
+                let d = self.f.ty(*v).dtype();
+                if d != DType::I32 {
+                    self.error(
+                        Diag::new(
+                            &codes::PRINT,
+                            format!("a `{d}` scalar in `print`; the TPU logs scalar i32s"),
+                            *s,
+                        )
+                        .label(format!("a `{d}`"))
+                        .help("convert it (`x as i32`), or print it as a tile: `print(\"x = {}\", full(f32, [8, 128], x))`"),
+                    );
+                    return;
+                }
+            }
+        }
+        let args = values.into_iter().map(|(v, _)| v).collect();
+        self.f.push(
+            self.cur,
+            OpKind::Print {
+                fmt: fmt.to_string(),
+                args,
+            },
+            &[],
+            span,
+        );
     }
 
     /// `let x: T[...] = v`: converts constants, checks values.
@@ -724,6 +825,7 @@ fn assigned_names(b: &Block, out: &mut BTreeSet<String>) {
             Stmt::Expr(e) => expr_assigned(e, out),
             Stmt::For { body, .. } | Stmt::While { body, .. } => assigned_names(body, out),
             Stmt::Assert(_) => {}
+            Stmt::Print { args, .. } => args.iter().for_each(|a| expr_assigned(a, out)),
         }
     }
     if let Some(t) = &b.tail {
@@ -742,4 +844,21 @@ fn expr_assigned(e: &Expr, out: &mut BTreeSet<String>) {
         ExprKind::Block(b) => assigned_names(b, out),
         _ => {}
     }
+}
+
+/// The `{}` of a `print` format, or `None` when a brace is neither part of
+/// one nor doubled (`{{`, `}}`).
+fn placeholders(fmt: &str) -> Option<usize> {
+    let mut n = 0;
+    let mut it = fmt.chars().peekable();
+    while let Some(c) = it.next() {
+        match (c, it.peek()) {
+            ('{', Some('}')) | ('{', Some('{')) | ('}', Some('}')) => {
+                n += usize::from(it.next() == Some('}') && c == '{');
+            }
+            ('{' | '}', _) => return None,
+            _ => {}
+        }
+    }
+    Some(n)
 }

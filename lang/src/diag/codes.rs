@@ -442,6 +442,16 @@ codes! {
         why: "The TPU gives a kernel the barrier semaphore of its collective, named by the collective id in the custom call (Pallas' `collective_id`); without one there is no barrier to use. The id is a kernel parameter so that two collectives of one program can be given different ones.",
         example: "kernel k<cid: int = 0>(..) scratch (b: barrier_sem)                // error\nkernel k<cid: int = 0>(..) collective_id cid scratch (b: barrier_sem)",
     }
+    BUFFER_COUNT = "PK0370" "buffer-count" {
+        what: "A blocked operand's `buffered(n)` is not 1 or 2.",
+        why: "The grid pipeline keeps one buffer per block (`buffered(1)`: Mosaic's synchronous mode, the block fetched before the step that needs it, for blocks whose index rarely changes) or two (the default: the next block is fetched while this one is used). Mosaic has no deeper grid pipeline, and Pallas's `pallas_call` on TPU refuses `pl.Buffered(3)` too; a stream that needs more copies in flight is a loop of `copy_start`/`copy_wait` over an `in any` operand.",
+        example: "w: bf16[K, N] block [K, bn] at (0, j) buffered(3)   // error\nw: bf16[K, N] block [K, bn] at (0, j) buffered(1)",
+    }
+    PRINT = "PK0371" "print" {
+        what: "A `print` whose format and arguments do not fit, or that is not in a kernel body.",
+        why: "`print` writes its format with each `{}` replaced by the next argument, at run time with the grid step: on the CPU reference to standard error, on the TPU through Mosaic's logging ops (`tpu.log`, `tpu.log_buffer`), which take either scalar 32-bit integers or one tile, the tile for a format that ends with `{}`. Index maps and compile-time code have nothing to print at run time.",
+        example: "print(\"m = {}\", m[..]);           // ok: one tile, last\nprint(\"step {} of {}\", i, n);    // ok: i32 scalars\nprint(\"x = {}\", 1.5);             // error: a float scalar",
+    }
 
     MISSING_PARAM = "PK0401" "missing-parameter-value" {
         what: "A kernel is specialised without a value for a parameter that has no default.",

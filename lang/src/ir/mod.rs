@@ -333,6 +333,9 @@ pub enum OpKind {
     },
     /// The current value of a semaphore (scalar i32).
     SemRead(RefView),
+    /// `print`: writes `fmt` with each `{}` replaced by the next argument
+    /// (scalar i32s, or one tile for the last `{}`), with the grid step.
+    Print { fmt: String, args: Vec<Value> },
     /// Runs `then_block` or `else_block`; each yields the op's results.
     If {
         cond: Value,
@@ -439,6 +442,7 @@ impl OpKind {
                 out.push(*n);
             }
             OpKind::SemRead(sem) => view(sem, &mut out),
+            OpKind::Print { args, .. } => out.extend(args.iter().copied()),
             OpKind::If { cond, .. } => out.push(*cond),
             OpKind::For { lo, hi, inits, .. } => {
                 out.extend([*lo, *hi]);
@@ -607,6 +611,19 @@ pub struct BlockSpec {
     /// Grid indices (entry params) to block indices: yields one scalar i32
     /// per array dimension. The element offset is `index * block extent`.
     pub index_map: Func,
+    /// How many buffers the pipeline keeps for the block: 2 (the default:
+    /// the next step's block is fetched while this one is used) or 1
+    /// (`buffered(1)`: fetched when its index changes, before the step
+    /// runs; Mosaic's `synchronous` pipeline mode). Symbolic until the
+    /// kernel is specialised.
+    pub buffers: Dim,
+}
+
+impl BlockSpec {
+    /// The buffer count, two while it is not known yet.
+    pub fn buffer_count(&self) -> u64 {
+        self.buffers.known().map_or(2, |n| n.max(1) as u64)
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -94,7 +94,13 @@ pub fn kernel(k: &Kernel) -> String {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                let _ = writeln!(out, " block [{dims}]");
+                // Two buffers is the default and prints nothing, so the IR
+                // of kernels without `buffered(..)` reads as it always has.
+                let buffers = match &b.buffers {
+                    Dim::Known(2) => String::new(),
+                    n => format!(" buffered({n})"),
+                };
+                let _ = writeln!(out, " block [{dims}]{buffers}");
                 func(&mut out, &b.index_map, k, "index_map", 4);
             }
         }
@@ -301,6 +307,10 @@ fn op_line(out: &mut String, f: &Func, k: &Kernel, op: OpId, indent: usize) {
         },
         OpKind::SemWait { sem, n } => format!("sem_wait {} for {}", view(sem), val(*n)),
         OpKind::SemRead(sem) => format!("sem_read {}", view(sem)),
+        OpKind::Print { fmt, args } => {
+            let a: Vec<String> = args.iter().map(|v| val(*v)).collect();
+            format!("print {fmt:?} {}", a.join(", "))
+        }
         OpKind::If {
             cond,
             then_block,

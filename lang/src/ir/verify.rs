@@ -14,7 +14,9 @@
 //! 5. Refs: loads and stores index every ref dimension; static windows lie
 //!    inside the ref; SMEM is accessed only by scalars; ANY refs only by DMA.
 //! 6. Kernels: the body and every index map take one i32 per grid axis;
-//!    index maps yield one i32 per array dimension and touch only prefetch refs.
+//!    index maps yield one i32 per array dimension and touch only prefetch refs;
+//!    a block's buffer count, where known, is 1 or 2 (Mosaic's two
+//!    pipeline modes).
 //! 7. Specialisation (when asked): every dimension is known and positive.
 //! 8. Views (`RefOrigin::View`): the viewed ref is declared earlier, in the
 //!    same memory space, and is not itself a view between widths; a view
@@ -120,6 +122,14 @@ pub fn verify_kernel(k: &Kernel, specialised: bool) -> Result<()> {
                     o.span,
                     format!("operand `{}`: block rank differs from array rank", o.name),
                 );
+            }
+            if let Some(n) = b.buffers.known() {
+                if !(1..=2).contains(&n) {
+                    return err(
+                        o.span,
+                        format!("operand `{}`: {n} buffers (1 or 2 are lowered)", o.name),
+                    );
+                }
             }
             let ctx = Ctx {
                 k,
@@ -636,6 +646,21 @@ impl Ctx<'_> {
                 }
                 if one(1)? != &scalar_i32 {
                     return err(sp, "a semaphore reads as a scalar i32");
+                }
+            }
+            OpKind::Print { fmt, args } => {
+                let mut tiles = 0;
+                for v in args {
+                    match self.use_(id, *v, scope)? {
+                        t if *t == scalar_i32 => {}
+                        Type::Vector(..) => tiles += 1,
+                        _ => return err(sp, "print takes scalar i32s or one tile"),
+                    }
+                }
+                if fmt.matches("{}").count() != args.len()
+                    || (tiles > 0 && (args.len() != 1 || !fmt.ends_with("{}")))
+                {
+                    return err(sp, "a print's format does not match its arguments");
                 }
             }
             OpKind::If {

@@ -200,6 +200,7 @@ impl Walker<'_> {
                 self.block(body);
             }
             Stmt::Assert(a) => self.expr(&a.cond),
+            Stmt::Print { args, .. } => args.iter().for_each(|a| self.expr(a)),
             Stmt::LetTuple { names, value, .. } => {
                 self.expr(value);
                 for (n, _) in names {

@@ -207,6 +207,9 @@ impl<'c, 'k> Lower<'c, 'k> {
             }
             OpKind::SemWait { sem, n } => memory::sem_wait(self, at, sem, *n).map(|()| Vec::new()),
             OpKind::SemRead(sem) => one(memory::sem_read(self, at, sem)),
+            OpKind::Print { fmt, args } => {
+                super::rules::debug::print(self, at, fmt, args).map(|()| Vec::new())
+            }
             OpKind::If {
                 cond,
                 then_block,

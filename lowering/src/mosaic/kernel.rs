@@ -16,7 +16,7 @@
 //! full-rank block and indexes squeezed dimensions at 0); `window_bounds`
 //! lists them as 1 too. A whole-array operand in VMEM gets a transform that
 //! returns zeros and `pipeline_mode = synchronous` (one buffer: nothing to
-//! prefetch), and an ANY operand gets an empty window entry and no transform.
+//! prefetch), as does a block with `buffered(1)`, and an ANY operand gets an empty window entry and no transform.
 
 use super::body::{dims, Lower, PhysRef, R};
 use super::error::SourceLocation;
@@ -62,6 +62,9 @@ enum Window {
     Blocked {
         operand: usize,
         bounds: Vec<i64>,
+        /// The block's buffer count (`buffered(n)`): 1 is Mosaic's
+        /// `synchronous` pipeline mode, 2 its default.
+        buffers: u64,
     },
     Whole {
         operand: usize,
@@ -129,7 +132,11 @@ impl<'c> Layout<'c> {
             let bounds = shape.iter().map(|&d| d as i64).collect();
             l.windows.push(match (&o.block, o.space) {
                 (_, Space::Any | Space::Semaphore) => Window::Unwindowed,
-                (Some(_), _) => Window::Blocked { operand: i, bounds },
+                (Some(b), _) => Window::Blocked {
+                    operand: i,
+                    bounds,
+                    buffers: b.buffer_count(),
+                },
                 (None, space) => Window::Whole {
                     operand: i,
                     bounds,
@@ -292,7 +299,11 @@ fn window_param<'c>(m: &Mlir<'c>, n: usize, w: &Window, at: &SourceLocation) -> 
     match w {
         Window::Unwindowed => {}
         Window::Blocked { bounds, .. } | Window::Whole { bounds, .. } => {
-            if let Window::Whole { vmem: true, .. } = w {
+            // One buffer, as Pallas lowers `pl.Buffered(1)` and a VMEM
+            // block that is the whole array: `#tpu.pipeline_mode<synchronous>`
+            // in the operand's window params. Two is Mosaic's default and
+            // needs no attribute.
+            if let Window::Whole { vmem: true, .. } | Window::Blocked { buffers: 1, .. } = w {
                 add(
                     "pipeline_mode",
                     m.parse_attr("#tpu.pipeline_mode<synchronous>", at)?,

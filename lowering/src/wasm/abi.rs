@@ -46,6 +46,11 @@ pub const IMPORT_FILL: &str = "fill";
 /// (0 otherwise). Dynamic window starts are in the argument area, as for
 /// [`IMPORT_DMA_START`]. A wait blocks until its semaphore holds the count.
 pub const IMPORT_MESH: &str = "mesh";
+/// `print(site, tile_addr)`: a `print` ([`PrintSite`]). Its scalar
+/// arguments (i32) are in the argument area, in order; `tile_addr` is the
+/// address of the tile it prints (contiguous 32-bit lanes: f32 for float
+/// dtypes, i32 for integers), when it prints one.
+pub const IMPORT_PRINT: &str = "print";
 
 /// The functions of the `eup` import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -388,6 +393,19 @@ pub struct MeshSite {
     pub barrier: bool,
 }
 
+/// One `print` call site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrintSite {
+    pub site: u32,
+    /// The format as written: each `{}` takes the next argument, `{{` and
+    /// `}}` are braces.
+    pub fmt: String,
+    /// Scalar i32 arguments, in the argument area.
+    pub scalars: u32,
+    /// The dtype (pk's name) and shape of the printed tile.
+    pub tile: Option<(String, Vec<u64>)>,
+}
+
 /// One axis of the mesh a kernel runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeshAxisInfo {
@@ -443,6 +461,9 @@ pub struct CpuManifest {
     /// The `mesh` call sites.
     #[serde(default)]
     pub meshes: Vec<MeshSite>,
+    /// The `print` call sites.
+    #[serde(default)]
+    pub prints: Vec<PrintSite>,
     /// The collective id of a kernel with a barrier semaphore.
     #[serde(default)]
     pub collective_id: Option<u64>,
@@ -472,6 +493,10 @@ impl CpuManifest {
 
     pub fn mesh_site(&self, site: u32) -> Option<&MeshSite> {
         self.meshes.iter().find(|d| d.site == site)
+    }
+
+    pub fn print_site(&self, site: u32) -> Option<&PrintSite> {
+        self.prints.iter().find(|d| d.site == site)
     }
 
     /// The devices of the kernel's mesh (1 without one).

@@ -10,7 +10,10 @@
 //!
 //! The budget follows the chip: blocked operands are double-buffered by the
 //! pipeline on the TPU, so they count twice against the VMEM limit, as in
-//! the front end's estimate; scratch and temporaries count once.
+//! the front end's estimate (once with `buffered(1)`); scratch and
+//! temporaries count once. The reference itself holds one buffer per
+//! block: the host fills it between steps, which is what the TPU's
+//! pipeline guarantees the body sees with one buffer or two.
 
 use super::abi::{self, Layout, RefOrigin, RefSlot};
 use super::Error;
@@ -122,13 +125,13 @@ fn share_with_views(slots: &mut [RefSlot]) {
 }
 
 /// The chip's budget: SMEM refs within SMEM, and VMEM refs (blocks
-/// counted twice) within the kernel's VMEM limit.
+/// counted once per buffer) within the kernel's VMEM limit.
 fn check_budget(k: &Kernel, target: Target) -> Result<(), Error> {
     let mut smem = 0u64;
     let mut vmem = 0u64;
     for o in &k.operands {
         let bytes = k.refs[o.ref_id].ty.bytes().unwrap_or(0);
-        let copies = if o.block.is_some() { 2 } else { 1 };
+        let copies = o.block.as_ref().map_or(1, |b| b.buffer_count());
         match o.space {
             Space::Smem => smem += bytes,
             Space::Vmem => vmem += copies * bytes,
@@ -156,7 +159,7 @@ fn check_budget(k: &Kernel, target: Target) -> Result<(), Error> {
     let limit = k.vmem_limit.unwrap_or(target.vmem_bytes());
     if vmem > limit {
         return Err(Error::MemoryExceeded {
-            what: "VMEM (double-buffered blocks and scratch)".into(),
+            what: "VMEM (blocks times their buffer count, and scratch)".into(),
             need: vmem,
             limit,
             span: k.span,

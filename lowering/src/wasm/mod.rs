@@ -88,7 +88,7 @@ impl Error {
 
 /// The host imports: name, parameters (all i32), and whether it returns
 /// an i32.
-const IMPORTS: [(&str, usize, bool); 7] = [
+const IMPORTS: [(&str, usize, bool); 8] = [
     (abi::IMPORT_TRAP, 4, false),
     (abi::IMPORT_DOT, 4, false),
     (abi::IMPORT_DMA_START, 1, false),
@@ -96,6 +96,7 @@ const IMPORTS: [(&str, usize, bool); 7] = [
     (abi::IMPORT_EUP, 4, false),
     (abi::IMPORT_FILL, 2, false),
     (abi::IMPORT_MESH, 3, true),
+    (abi::IMPORT_PRINT, 2, false),
 ];
 
 /// Lowers one specialised kernel.
@@ -134,6 +135,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         eup: 4,
         fill: 5,
         mesh: 6,
+        print: 7,
     };
     let blocked: Vec<usize> = (0..k.operands.len())
         .filter(|&i| k.operands[i].block.is_some())
@@ -146,6 +148,7 @@ pub fn lower(k: &Kernel, sources: &SourceMap, opts: &Options) -> Result<WasmKern
         dots: Vec::new(),
         dmas: Vec::new(),
         meshes: Vec::new(),
+        prints: Vec::new(),
         arg_slots: 0,
     };
     let loop_global = 0;
@@ -273,6 +276,7 @@ fn dma_arg_slots(f: &ir::Func) -> u32 {
             OpKind::SemSignal { sem, .. } | OpKind::SemWait { sem, .. } | OpKind::SemRead(sem) => {
                 count(sem)
             }
+            OpKind::Print { args, .. } => args.len() as u32,
             _ => 0,
         })
         .max()
@@ -440,6 +444,7 @@ fn manifest(
             })
             .collect(),
         meshes: sites.meshes,
+        prints: sites.prints,
         collective_id: k.collective_id,
         check_uninit: opts.check_uninit,
         sources: sources

@@ -442,7 +442,7 @@ explain! {
         example: "x: f32[M, N] block [bm, bn] at (i * bm, j)   // error: element offset\nx: f32[M, N] block [bm, bn] at (i, j)"
     }
     "PK1020" "memory-exceeded" {
-        what: "The kernel's buffers do not fit the target's memory: SMEM, VMEM (blocks double-buffered, plus scratch), or VMEM including the body's intermediate tiles.",
+        what: "The kernel's buffers do not fit the target's memory: SMEM, VMEM (blocks times their buffer count: two, or one with `buffered(1)`; plus scratch), or VMEM including the body's intermediate tiles.",
         why: "The CPU reference sizes its memory like one TensorCore of the target, so a kernel too big for the chip fails on CPU too.",
         example: "pkc run matmul.pk -p bm=4096 -p bn=4096 --target v4   // error: 16 MiB VMEM"
     }

@@ -220,6 +220,16 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<Host>, Error> {
         },
     )
     .map_err(wrap)?;
+    l.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_PRINT,
+        |mut c: Caller<'_, Host>, site: i32, tile: i32| {
+            on_memory(&mut c, |data, host| {
+                super::print::print(host, data, site as u32, tile as u32)
+            })
+        },
+    )
+    .map_err(wrap)?;
     Ok(l)
 }
 

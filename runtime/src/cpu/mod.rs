@@ -23,6 +23,7 @@ mod mxu;
 pub mod npy;
 mod npy_header;
 mod pin;
+mod print;
 mod vnni;
 mod window;
 

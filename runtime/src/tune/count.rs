@@ -154,6 +154,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
     w.dma_bytes = 0;
     w.first_in_bytes = 0;
     w.last_out_bytes = 0;
+    w.exposed_bytes = 0;
     let block_bytes: Vec<u64> = k
         .operands
         .iter()
@@ -173,6 +174,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
     for s in 0..steps {
         let grid: Vec<S> = idx.iter().map(|&i| S::I(i)).collect();
         let mut bytes = 0u64;
+        let mut exposed = 0u64;
         for (i, o) in k.operands.iter().enumerate() {
             let Some(b) = &o.block else { continue };
             let now = c.index_map(&b.index_map, &grid);
@@ -187,6 +189,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                 continue;
             }
             bytes += block_bytes[i];
+            if s > 0 && b.buffer_count() == 1 {
+                exposed += block_bytes[i];
+            }
             if o.role == Role::Output {
                 w.bytes_out += block_bytes[i];
             } else {
@@ -208,7 +213,8 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
         }
         w.dma_bytes += acc.dma_bytes;
         bytes += acc.dma_bytes;
-        let key = ClassKey::of(&acc, bytes, c.rounds);
+        w.exposed_bytes += exposed;
+        let key = ClassKey::of(&acc, bytes, exposed, c.rounds);
         match classes.get(&key) {
             Some(&j) => w.classes[j].count += 1,
             None => {
@@ -220,6 +226,7 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                     transcendentals: acc.transcendentals as f64,
                     bytes,
                     dma_rounds: c.rounds,
+                    exposed,
                 });
             }
         }
@@ -255,11 +262,12 @@ struct ClassKey {
     vector_ops: u64,
     transcendentals: u64,
     bytes: u64,
+    exposed: u64,
     dma_rounds: u64,
 }
 
 impl ClassKey {
-    fn of(w: &StepWork, bytes: u64, dma_rounds: u64) -> ClassKey {
+    fn of(w: &StepWork, bytes: u64, exposed: u64, dma_rounds: u64) -> ClassKey {
         let mut dots: Vec<_> = w
             .dots
             .iter()
@@ -271,6 +279,7 @@ impl ClassKey {
             vector_ops: w.vector_ops,
             transcendentals: w.transcendentals,
             bytes,
+            exposed,
             dma_rounds,
         }
     }

@@ -8,7 +8,8 @@
 //! is the largest of the three; the block copies of the next step overlap
 //! with it (the pipeline double-buffers every blocked operand), so a step
 //! takes the larger of compute and copy time, plus a fixed per-step
-//! overhead. The first step's copies in and the last step's copies out are
+//! overhead. The copies of single-buffered blocks (`buffered(1)`) do not
+//! overlap: they add to the step. The first step's copies in and the last step's copies out are
 //! not overlapped. Steps of `parallel` axes are shared between the
 //! TensorCores of a megacore chip, which share its HBM bandwidth. Work
 //! counted on inputs ([`super::count`]) is predicted the same way per
@@ -246,26 +247,30 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
         let (mut sum_s, mut ideal, mut compute_total, mut copy_total) = (0.0, 0.0, 0.0, 0.0);
         for c in &w.classes {
             let (compute_s, ideal_s) = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals);
-            let copy_s = c.bytes as f64 / bw;
+            let exposed_s = c.exposed as f64 / bw;
+            let copy_s = c.bytes.saturating_sub(c.exposed) as f64 / bw;
             // A round of the body's own DMA pipeline (issue the next
             // block's copies, wait for this one's) is the bookkeeping of a
             // grid step again.
             let rounds_s = c.dma_rounds as f64 * STEP_OVERHEAD_S;
-            sum_s += c.count as f64 * (compute_s.max(copy_s) + STEP_OVERHEAD_S + rounds_s);
+            sum_s += c.count as f64
+                * (compute_s.max(copy_s) + exposed_s + STEP_OVERHEAD_S + rounds_s);
             ideal += c.count as f64 * ideal_s;
             compute_total += c.count as f64 * compute_s;
-            copy_total += c.count as f64 * copy_s;
+            copy_total += c.count as f64 * (copy_s + exposed_s);
         }
         let share = core_share(w.steps, cores_used);
         (sum_s * share + fill_s, ideal, copy_total > compute_total)
     } else {
         let (compute_s, ideal_s) = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals);
-        let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
-        let step_s = compute_s.max(copy_s) + STEP_OVERHEAD_S;
+        let moved = w.bytes_in + w.bytes_out + w.dma_bytes;
+        let exposed_s = w.exposed_bytes as f64 / steps / bw;
+        let copy_s = moved.saturating_sub(w.exposed_bytes) as f64 / steps / bw;
+        let step_s = compute_s.max(copy_s) + exposed_s + STEP_OVERHEAD_S;
         (
             (steps / cores_used).ceil() * step_s + fill_s,
             ideal_s * w.steps as f64,
-            copy_s > compute_s,
+            copy_s + exposed_s > compute_s,
         )
     };
     let ideal_s = ideal_flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);

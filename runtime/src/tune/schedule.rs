@@ -122,12 +122,14 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
     let steps = w.steps.max(1) as f64;
     let once_s = outside_bundles as f64 / clock + (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
     let static_compute = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals).0;
-    let step_s = |scale: f64, copy_s: f64, rounds: u64| {
+    // Copies of single-buffered blocks (`exposed`) add to the step rather
+    // than overlap with it.
+    let step_s = |scale: f64, copy_s: f64, exposed_s: f64, rounds: u64| {
         let compute_s = (fixed + variable * scale) / clock;
         (
-            compute_s.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S * (1 + rounds) as f64,
+            compute_s.max(copy_s) + exposed_s + SCHEDULE_STEP_OVERHEAD_S * (1 + rounds) as f64,
             compute_s,
-            copy_s,
+            copy_s + exposed_s,
         )
     };
     let (total, compute_total, copy_total) = if w.counted && main.is_some() {
@@ -139,7 +141,12 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             } else {
                 1.0
             };
-            let (t, cs, ps) = step_s(scale, c.bytes as f64 / bw, c.dma_rounds);
+            let (t, cs, ps) = step_s(
+                scale,
+                c.bytes.saturating_sub(c.exposed) as f64 / bw,
+                c.exposed as f64 / bw,
+                c.dma_rounds,
+            );
             sum += c.count as f64 * t;
             comp += c.count as f64 * cs;
             copy += c.count as f64 * ps;
@@ -147,8 +154,9 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         let share = core_share(w.steps, cores_used);
         (sum * share, comp, copy)
     } else if main.is_some() {
-        let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
-        let (t, cs, ps) = step_s(1.0, copy_s, 0);
+        let moved = w.bytes_in + w.bytes_out + w.dma_bytes;
+        let copy_s = moved.saturating_sub(w.exposed_bytes) as f64 / steps / bw;
+        let (t, cs, ps) = step_s(1.0, copy_s, w.exposed_bytes as f64 / steps / bw, 0);
         ((steps / cores_used).ceil() * t, cs * steps, ps * steps)
     } else {
         // No loop: the whole grid was unrolled into one straight program

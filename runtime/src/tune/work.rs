@@ -45,6 +45,12 @@ pub struct Work {
     /// which the pipeline cannot overlap with compute.
     pub first_in_bytes: u64,
     pub last_out_bytes: u64,
+    /// Per call: the bytes of single-buffered blocks (`buffered(1)`)
+    /// moved between steps, which the pipeline cannot overlap with
+    /// compute either: with one buffer the copy waits for the step that
+    /// used the old block and the next step waits for it. Also counted in
+    /// `bytes_in` and `bytes_out`.
+    pub exposed_bytes: u64,
     /// Every operand moved once (of those in HBM, at most what the DMAs
     /// move): the least traffic any blocking allows.
     pub min_bytes: u64,
@@ -78,6 +84,9 @@ pub struct StepClass {
     /// blocks waits once per block): each costs what a grid step's
     /// bookkeeping does.
     pub dma_rounds: u64,
+    /// Per step: the part of `bytes` that single-buffered blocks move
+    /// (see [`Work::exposed_bytes`]).
+    pub exposed: u64,
 }
 
 impl Work {
@@ -149,6 +158,11 @@ pub fn count(k: &Kernel) -> Work {
             .product::<u64>()
             * elem;
         let moves = fetches(k, &b.index_map, steps) * block;
+        if b.buffer_count() == 1 {
+            // Every move but the first fetch (or the last write-back),
+            // which the fill and drain count.
+            w.exposed_bytes += moves.saturating_sub(block);
+        }
         if o.role == pk_lang::ir::Role::Output {
             w.bytes_out += moves;
             w.last_out_bytes += block;

@@ -167,7 +167,31 @@ impl Builder<'_, '_> {
                         .label(format!("this is {cur}")),
                 );
             };
-            shape[axis] = Dim::Known(size * n as i64);
+            // No tile holds more than this many elements (128 MiB of 32-bit
+            // lanes, the largest VMEM); a count past it is refused before
+            // `n` copies are built.
+            const MAX_ELEMS: i64 = 1 << 25;
+            let others: i64 = shape
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != axis)
+                .map(|(_, d)| d.known().unwrap_or(1))
+                .fold(1i64, |a, b| a.saturating_mul(b));
+            let total = size
+                .checked_mul(n as i64)
+                .filter(|&s| s.saturating_mul(others) <= MAX_ELEMS);
+            let Some(total) = total else {
+                return self.error(
+                    Diag::new(
+                        &codes::SHAPE_MISMATCH,
+                        format!("`tile` repeats axis {axis} of `{cur}` {n} times: more elements than any VMEM holds"),
+                        a.pos[1].span,
+                    )
+                    .label("too many repetitions")
+                    .help("a tile holds at most 2^25 elements (128 MiB of 32-bit lanes)"),
+                );
+            };
+            shape[axis] = Dim::Known(total);
             match self.emit(
                 OpKind::Concat(vec![x; n], axis),
                 Type::of(cur.dtype(), shape),

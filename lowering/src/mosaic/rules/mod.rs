@@ -3,6 +3,7 @@
 //! values of its results; `body.rs` picks the rule for each op kind.
 
 pub(crate) mod control;
+pub(crate) mod debug;
 pub(crate) mod elementwise;
 pub(crate) mod memory;
 pub(crate) mod shape;

@@ -671,6 +671,50 @@ impl Em<'_, '_> {
 
     /// A communicating op: a `mesh(site, device, n)` call, its result
     /// (a device id or a semaphore's value) in `r` when it has one.
+    /// `print`: the scalar arguments into the argument area, then the
+    /// host prints the format with them, or with the tile at its address.
+    pub(super) fn print(&mut self, fmt: &str, args: &[Value]) -> Result<(), Error> {
+        let site = self.site("`print`");
+        let mut tile = None;
+        let mut slot = 0;
+        for &v in args {
+            if self.f.ty(v).is_scalar() {
+                let at = self.args_offset + 4 * slot;
+                self.fb.u32c(at);
+                self.get(v);
+                self.fb.op(I::I32Store(mem(0, 2)));
+                slot += 1;
+            } else {
+                tile = Some(v);
+            }
+        }
+        self.sites.arg_slots = self.sites.arg_slots.max(slot);
+        self.sites.prints.push(abi::PrintSite {
+            site,
+            fmt: fmt.to_string(),
+            scalars: slot,
+            tile: tile.map(|v| {
+                let t = self.f.ty(v);
+                (
+                    t.dtype().to_string(),
+                    t.shape().iter().map(|d| d.get()).collect(),
+                )
+            }),
+        });
+        self.fb.u32c(site);
+        match tile {
+            Some(v) => {
+                let a = self.addr(v);
+                self.push_addr(a);
+            }
+            None => {
+                self.fb.i32c(0);
+            }
+        }
+        self.fb.op(I::Call(self.imp.print));
+        Ok(())
+    }
+
     pub(super) fn mesh_op(
         &mut self,
         op: abi::MeshOp,

@@ -36,6 +36,7 @@ pub(crate) struct Imports {
     pub eup: u32,
     pub fill: u32,
     pub mesh: u32,
+    pub print: u32,
 }
 
 /// The side tables shared by every function of a module.
@@ -45,6 +46,7 @@ pub(crate) struct Sites<'s> {
     pub dots: Vec<DotSite>,
     pub dmas: Vec<DmaSite>,
     pub meshes: Vec<abi::MeshSite>,
+    pub prints: Vec<abi::PrintSite>,
     /// Argument slots the DMA descriptors need.
     pub arg_slots: u32,
 }
@@ -399,6 +401,7 @@ impl<'a, 's> Em<'a, 's> {
                 let w = [None, None, Some(sem), None];
                 self.mesh_op(abi::MeshOp::Read, w, None, None, r)
             }
+            OpKind::Print { fmt, args } => self.print(fmt, args),
             OpKind::If {
                 cond,
                 then_block,

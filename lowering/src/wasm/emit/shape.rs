@@ -289,6 +289,22 @@ impl Em<'_, '_> {
             return Err(self.unsupported(format!("reductions of {d}")));
         }
         let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        if self.f.ty(r).is_scalar() {
+            // A rank-1 value reduced to a scalar: the result is the
+            // scalar's local, not a tile in memory.
+            let (b, sp) = (self.fb.i32l(), self.fb.i32l());
+            self.push_addr(src);
+            self.fb.set(sp);
+            if arg {
+                self.fb.i32c(0).set(b);
+                self.argreduce(op == ReduceOp::ArgMax, d, sp, b, n, inner);
+            } else {
+                self.reduce_row(op, d, sp, n);
+            }
+            let l = self.local(r);
+            self.fb.set(l);
+            return Ok(());
+        }
         let (a, b, sp, op_) = (
             self.fb.i32l(),
             self.fb.i32l(),
