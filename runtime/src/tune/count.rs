@@ -34,8 +34,8 @@
 use super::work::{self, StepClass, Work};
 use pk_lang::ir::work::{dma_bytes, StepWork};
 use pk_lang::ir::{
-    BinaryOp, BlockId, CmpOp, DType, Func, Kernel, Literal, OpKind, RefOrigin, RefView, Role,
-    Semantics, Slice, Start, UnaryOp, Value,
+    BinaryOp, BlockId, CmpOp, DType, Func, Kernel, Literal, OpKind, RefOrigin, RefView,
+    RemotePhase, Role, Semantics, Slice, Start, UnaryOp, Value,
 };
 use std::collections::HashMap;
 
@@ -152,6 +152,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
     w.bytes_in = 0;
     w.bytes_out = 0;
     w.dma_bytes = 0;
+    w.remote_bytes = 0;
+    w.remote_link_bytes = 0;
+    w.remote_rounds = 0;
     w.first_in_bytes = 0;
     w.last_out_bytes = 0;
     let block_bytes: Vec<u64> = k
@@ -208,6 +211,14 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
         }
         w.dma_bytes += acc.dma_bytes;
         bytes += acc.dma_bytes;
+        let (remote, link, remote_rounds) = (
+            acc.remote_bytes,
+            acc.remote_link_bytes(),
+            acc.remote_rounds(),
+        );
+        w.remote_bytes += remote;
+        w.remote_link_bytes += link;
+        w.remote_rounds += remote_rounds;
         let key = ClassKey::of(&acc, bytes, c.rounds);
         match classes.get(&key) {
             Some(&j) => w.classes[j].count += 1,
@@ -220,6 +231,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                     transcendentals: acc.transcendentals as f64,
                     bytes,
                     dma_rounds: c.rounds,
+                    remote_bytes: remote,
+                    remote_link_bytes: link,
+                    remote_rounds,
                 });
             }
         }
@@ -256,6 +270,8 @@ struct ClassKey {
     transcendentals: u64,
     bytes: u64,
     dma_rounds: u64,
+    remote: Vec<(usize, u64)>,
+    remote_copies: u64,
 }
 
 impl ClassKey {
@@ -272,6 +288,8 @@ impl ClassKey {
             transcendentals: w.transcendentals,
             bytes,
             dma_rounds,
+            remote: w.remote_by_device.clone(),
+            remote_copies: w.remote_copies,
         }
     }
 }
@@ -376,6 +394,15 @@ impl Counter<'_> {
                 OpKind::DmaStart { src, dst, .. } => {
                     acc.dma_bytes += dma_bytes(k, src);
                     self.forget(dst.target.index());
+                    Vec::new()
+                }
+                OpKind::RemoteDma {
+                    phase: RemotePhase::Start,
+                    src,
+                    device,
+                    ..
+                } => {
+                    acc.add_remote(device.index(), dma_bytes(k, src), 1);
                     Vec::new()
                 }
                 OpKind::DmaWait { .. } => {

@@ -18,6 +18,11 @@
 //!   Counted on inputs, each round of the body's own DMA pipeline (a
 //!   double-buffered loop over key blocks waits once per block) adds the
 //!   same overhead again: it is a grid step's bookkeeping, by hand.
+//! - Remote copies (a kernel on a mesh) overlap the step too: the bytes
+//!   the step sends on its busiest link over one link's bandwidth
+//!   ([`Generation::ici_link_bytes_per_s`]), each round of them (copies
+//!   to distinct neighbours start side by side) one more overhead, as a
+//!   round of local DMAs.
 //! - The bundles outside the grid's loop run once, with the first blocks'
 //!   copies in and the last blocks' copies out; so do the loop's further
 //!   trips beyond the grid's steps that its exit test states (the
@@ -28,7 +33,7 @@
 //!
 //! Cycles become seconds at the clock of [`Generation::clock_hz`].
 
-use super::model::{compute_seconds, core_share, Generation, Prediction};
+use super::model::{compute_seconds, core_share, Bound, Generation, Prediction};
 use super::work::Work;
 use crate::schedule::KernelSchedule;
 
@@ -119,19 +124,22 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         1.0
     };
     let bw = g.hbm_bytes_per_s / cores_used;
+    let ici_bw = g.ici_link_bytes_per_s / cores_used;
     let steps = w.steps.max(1) as f64;
     let once_s = outside_bundles as f64 / clock + (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
     let static_compute = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals).0;
-    let step_s = |scale: f64, copy_s: f64, rounds: u64| {
+    // One step: (its time, compute, HBM copies, interconnect).
+    let step_s = |scale: f64, copy_s: f64, ici_s: f64, rounds: f64| {
         let compute_s = (fixed + variable * scale) / clock;
         (
-            compute_s.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S * (1 + rounds) as f64,
+            compute_s.max(copy_s).max(ici_s) + SCHEDULE_STEP_OVERHEAD_S * (1.0 + rounds),
             compute_s,
             copy_s,
+            ici_s,
         )
     };
-    let (total, compute_total, copy_total) = if w.counted && main.is_some() {
-        let (mut sum, mut comp, mut copy) = (0.0, 0.0, 0.0);
+    let (total, compute_total, copy_total, ici_total) = if w.counted && main.is_some() {
+        let (mut sum, mut comp, mut copy, mut ici) = (0.0, 0.0, 0.0, 0.0);
         for c in &w.classes {
             let cc = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals).0;
             let scale = if static_compute > 0.0 {
@@ -139,26 +147,40 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             } else {
                 1.0
             };
-            let (t, cs, ps) = step_s(scale, c.bytes as f64 / bw, c.dma_rounds);
+            let (t, cs, ps, is) = step_s(
+                scale,
+                c.bytes as f64 / bw,
+                c.remote_link_bytes as f64 / ici_bw,
+                (c.dma_rounds + c.remote_rounds) as f64,
+            );
             sum += c.count as f64 * t;
             comp += c.count as f64 * cs;
             copy += c.count as f64 * ps;
+            ici += c.count as f64 * is;
         }
         let share = core_share(w.steps, cores_used);
-        (sum * share, comp, copy)
+        (sum * share, comp, copy, ici)
     } else if main.is_some() {
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / steps / bw;
-        let (t, cs, ps) = step_s(1.0, copy_s, 0);
-        ((steps / cores_used).ceil() * t, cs * steps, ps * steps)
+        let ici_s = w.remote_link_bytes as f64 / steps / ici_bw;
+        let (t, cs, ps, is) = step_s(1.0, copy_s, ici_s, w.remote_rounds as f64 / steps);
+        (
+            (steps / cores_used).ceil() * t,
+            cs * steps,
+            ps * steps,
+            is * steps,
+        )
     } else {
         // No loop: the whole grid was unrolled into one straight program
         // (or has one step); its bundles are the compute of every step.
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / bw;
+        let ici_s = w.remote_link_bytes as f64 / ici_bw;
         let cs = s.bundles as f64 / clock;
         (
-            cs.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S * steps,
+            cs.max(copy_s).max(ici_s) + SCHEDULE_STEP_OVERHEAD_S * (steps + w.remote_rounds as f64),
             cs,
             copy_s,
+            ici_s,
         )
     };
     // The software pipeline's fill and drain: a grid loop that states more
@@ -183,13 +205,17 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         .iter()
         .map(|d| d.count as f64 * 2.0 * d.m as f64 * d.n as f64 * d.k as f64 / g.mxu_rate(d.dtype))
         .sum();
-    let ideal = flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
+    let ideal = flops_s
+        .max(w.min_bytes as f64 / g.hbm_bytes_per_s)
+        .max(g.ici_seconds(w.remote_link_bytes));
+    let bound = Bound::of(compute_total, copy_total, ici_total);
     let (critical_unit, critical_share) = critical_unit(s);
     ScheduleEstimate {
         prediction: Prediction {
             seconds,
             roofline_fraction: if seconds > 0.0 { ideal / seconds } else { 0.0 },
-            memory_bound: copy_total > compute_total,
+            memory_bound: bound == Bound::Hbm,
+            bound,
             steps: w.steps,
         },
         step_bundles,
