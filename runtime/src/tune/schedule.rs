@@ -82,7 +82,9 @@ pub fn critical_unit(s: &KernelSchedule) -> (String, f64) {
 /// final program is `s`.
 pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate {
     let clock = g.clock_hz();
-    let main = s.main_loop();
+    // A call of one grid step has no grid loop: a loop in its program is
+    // the kernel's own (a ring's steps), run as the program states.
+    let main = s.main_loop().filter(|_| w.steps > 1);
     let index = main.and_then(|m| s.loops.iter().position(|l| l == m));
     // Bundles of one step, split into what runs once per step and what
     // runs inside nested loops whose trips the program does not state.
@@ -171,11 +173,13 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             is * steps,
         )
     } else {
-        // No loop: the whole grid was unrolled into one straight program
-        // (or has one step); its bundles are the compute of every step.
+        // No grid loop: the whole grid was unrolled into one straight
+        // program, or has one step; its bundles, each loop's as often as
+        // its stated trips, are the compute of every step, which the
+        // copies and remote copies overlap.
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / bw;
         let ici_s = w.remote_link_bytes as f64 / ici_bw;
-        let cs = s.bundles as f64 / clock;
+        let cs = program_cycles(s) / clock;
         (
             cs.max(copy_s).max(ici_s) + SCHEDULE_STEP_OVERHEAD_S * (steps + w.remote_rounds as f64),
             cs,
@@ -223,6 +227,24 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         critical_unit,
         critical_share,
     }
+}
+
+/// The cycles of the whole program run once: its bundles, and each loop's
+/// bundles again for every further trip it states (times the stated trips
+/// of the loops around it).
+pub fn program_cycles(s: &KernelSchedule) -> f64 {
+    let mut cycles = s.bundles as f64;
+    for l in &s.loops {
+        let Some(t) = l.trips else { continue };
+        let mut around = 1.0;
+        let mut p = l.parent;
+        while let Some(x) = p {
+            around *= s.loops[x].trips.unwrap_or(1) as f64;
+            p = s.loops[x].parent;
+        }
+        cycles += l.bundles as f64 * t.saturating_sub(1) as f64 * around;
+    }
+    cycles
 }
 
 /// Whether loop `i` is nested (at any depth) in loop `ancestor`.
