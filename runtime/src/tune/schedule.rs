@@ -175,11 +175,16 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
     } else {
         // No grid loop: the whole grid was unrolled into one straight
         // program, or has one step; its bundles, each loop's as often as
-        // its stated trips, are the compute of every step, which the
-        // copies and remote copies overlap.
+        // its stated trips, are the compute of every step (at least the
+        // units' peak allows), which the copies and remote copies overlap.
         let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / bw;
         let ici_s = w.remote_link_bytes as f64 / ici_bw;
-        let cs = program_cycles(s) / clock;
+        // A loop whose trips the program does not state counts once, so
+        // the units' peak bounds the compute from below (the roofline's
+        // compute of the call).
+        let (dots, vector, trans) = w.per_call();
+        let peak = compute_seconds(g, &dots, vector, trans).0;
+        let cs = (program_cycles(s) / clock).max(peak);
         (
             cs.max(copy_s).max(ici_s) + SCHEDULE_STEP_OVERHEAD_S * (steps + w.remote_rounds as f64),
             cs,
