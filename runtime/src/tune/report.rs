@@ -265,8 +265,14 @@ pub struct Point {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Status {
-    /// Ranked with this time, seconds.
-    Ranked { seconds: f64 },
+    /// Ranked with this time, seconds, and what bounds it in the
+    /// evaluator's model (`compute`, `HBM` or `interconnect`; empty for a
+    /// measured time).
+    Ranked {
+        seconds: f64,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        bound: String,
+    },
     /// Rejected by the checker (or its inputs): the code.
     Pruned { code: String },
     /// Refused by libtpu: its message.
