@@ -139,8 +139,8 @@ def all_reduce(n, dtype, c=128):
     }
 
 
-def all_gather_matmul(n, dtype, k=128, c=128):
-    name = f"all_gather_matmul_{dtype}_n{n}"
+def all_gather_matmul(n, dtype, k=128, c=128, blocks=None):
+    name = f"all_gather_matmul_{dtype}_n{n}" + ("_blocks" if blocks else "")
     m = 2 * TILE_ROWS[dtype]
     x = shards(n, m, k, dtype)
     w = shards(n, k, c, dtype)
@@ -156,7 +156,8 @@ def all_gather_matmul(n, dtype, k=128, c=128):
         "name": name,
         "kernel": "kernels/all_gather_matmul.pk",
         "mesh": str(n),
-        "params": {"n": n, "T": dtype, "M": m, "K": k, "N": c},
+        "params": {"n": n, "T": dtype, "M": m, "K": k, "N": c,
+                   **({"bn": blocks[0], "bk": blocks[1]} if blocks else {})},
         "inputs": {"x": save(name, "x", x), "w": save(name, "w", w)},
         "expected": {"y": save(name, "y_expected", y)},
         "rtol": tol[0],
@@ -222,6 +223,9 @@ def main():
     for dtype in ["f32", "bf16"]:
         for n in [2, 4, 8]:
             cases.append(matmul_reduce_scatter(n, dtype))
+    # Tuned block sizes: column blocks of w and a split contraction whose
+    # partial products accumulate in f32.
+    cases.append(all_gather_matmul(4, "f32", k=256, c=384, blocks=(128, 128)))
     with open(os.path.join(DATA, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

@@ -1407,3 +1407,244 @@ scratch (send: dma_sem, recv: dma_sem)
         "{accepted} accepted, {refused} refused"
     );
 }
+
+/// The generated VMEM corpus: `(file, kernel, fixed -p values)` over the
+/// library's kernels that tune their blocks on one device, each taken on
+/// every target at every scoped limit of [`corpus_limits`].
+const VMEM_GENERATED: &[(&str, &str, &[(&str, &str)])] = &[
+    ("matmul.pk", "matmul", &[("T", "bf16")]),
+    ("matmul.pk", "matmul", &[("T", "f32")]),
+    ("flash.pk", "flash_attention", &[]),
+    ("flash.pk", "flash_attention_bwd_dq", &[]),
+    ("flash.pk", "flash_attention_bwd_dkv", &[]),
+    (
+        "qmatmul.pk",
+        "qmatmul_w8a8",
+        &[("M", "2048"), ("N", "4096"), ("K", "4096")],
+    ),
+    ("gmm.pk", "gmm", &[]),
+    ("gmm.pk", "tgmm", &[]),
+    ("paged_attention.pk", "paged_attention", &[]),
+    ("ragged_paged_attention.pk", "ragged_paged_attention", &[]),
+];
+
+/// Configurations of the generated corpus taken on each side of a limit:
+/// the nearest ones whose estimate lies within a factor of 2 of it.
+const VMEM_PER_SIDE: usize = 4;
+
+/// The scoped VMEM limits a target is taken at: libtpu's default scoped
+/// limits (16 MiB, 32 MiB) and the chip's whole VMEM, those the chip has.
+fn corpus_limits(target: Target) -> Vec<u64> {
+    let mut l: Vec<u64> = [16u64 << 20, 32 << 20, target.vmem_bytes()]
+        .into_iter()
+        .filter(|&l| l <= target.vmem_bytes())
+        .collect();
+    l.dedup();
+    l
+}
+
+/// One case of the generated corpus.
+struct GeneratedCase<'a> {
+    file: &'static str,
+    kernel: &'static str,
+    target: Target,
+    limit: u64,
+    case: &'a VmemCase,
+    /// Blocks and scratch alone (the estimate less the matmul's copies and
+    /// result), a block fetched once over the grid counted once.
+    buffers: u64,
+}
+
+/// The checker's VMEM budget (PK0306) against libtpu's over a corpus
+/// generated from the tuning spaces of the library's kernels: per kernel,
+/// target and scoped limit, the [`VMEM_PER_SIDE`] configurations nearest
+/// the limit on each side (within a factor of 2 of it). What pk accepts
+/// must compile within the limit (never looser); what pk refuses must be
+/// refused by libtpu for VMEM, unless pk is stricter only by what
+/// docs/language.md §9.6 lists as deliberate: the matmul's operand copies
+/// and result (the measured worst case), and the second buffer of a block
+/// fetched once over the grid (one step, or an index that never changes);
+/// i.e. the blocks (those fetched once, once) and scratch alone fit the
+/// limit. `PK_VMEM_CORPUS=full` compiles every case,
+/// `PK_VMEM_CORPUS=N` one in N (on each side of the limit); without it a
+/// deterministic sample of one case in 30 is compiled (CI). Counts are
+/// printed.
+#[test]
+fn libtpu_agrees_with_the_vmem_budget_on_a_generated_corpus() {
+    let Some(plugin) = plugin() else { return };
+    std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    let stride: usize = match std::env::var("PK_VMEM_CORPUS").as_deref() {
+        Ok("full") => 1,
+        Ok(n) => n.parse().expect("PK_VMEM_CORPUS is `full` or a number"),
+        Err(_) => 30,
+    };
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let spaces: Vec<(&'static str, &'static str, Target, Vec<VmemCase>)> = VMEM_GENERATED
+        .iter()
+        .flat_map(|&(file, kernel, fixed)| {
+            Target::ALL.iter().map(move |&t| (file, kernel, fixed, t))
+        })
+        .map(|(file, kernel, fixed, target)| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../kernels")
+                .join(file);
+            (
+                file,
+                kernel,
+                target,
+                vmem_cases(&path, kernel, fixed, target),
+            )
+        })
+        .collect();
+    let mut corpus: Vec<GeneratedCase> = Vec::new();
+    for (file, kernel, target, cases) in &spaces {
+        for limit in corpus_limits(*target) {
+            let near = |c: &&VmemCase| c.estimate * 2 > limit && c.estimate <= 2 * limit;
+            let mut below: Vec<&VmemCase> = cases
+                .iter()
+                .filter(near)
+                .filter(|c| c.estimate <= limit)
+                .collect();
+            below.sort_by_key(|c| std::cmp::Reverse(c.estimate));
+            let mut above: Vec<&VmemCase> = cases
+                .iter()
+                .filter(near)
+                .filter(|c| c.estimate > limit)
+                .collect();
+            above.sort_by_key(|c| c.estimate);
+            for c in below
+                .into_iter()
+                .take(VMEM_PER_SIDE)
+                .chain(above.into_iter().take(VMEM_PER_SIDE))
+            {
+                let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../kernels")
+                    .join(file);
+                let m =
+                    pk_lang::compile_file(&path, &kernel_options(kernel, *target, &c.params, true))
+                        .expect("estimated before");
+                let k = &m.kernels[0];
+                let steps = k.grid_steps().unwrap_or(1);
+                // A block fetched once over the whole grid (one step, or an
+                // index that never changes) needs no second buffer.
+                let buffers = pk_lang::check::rules::vmem_report(k)
+                    .iter()
+                    .map(|(name, b)| {
+                        let once = k.operands.iter().any(|o| {
+                            &o.name == name
+                                && o.block.as_ref().is_some_and(|blk| {
+                                    pk_lang::ir::cost::fetches(k, &blk.index_map, steps) == 1
+                                })
+                        });
+                        if once {
+                            b / 2
+                        } else {
+                            *b
+                        }
+                    })
+                    .sum();
+                corpus.push(GeneratedCase {
+                    file,
+                    kernel,
+                    target: *target,
+                    limit,
+                    case: c,
+                    buffers,
+                });
+            }
+        }
+    }
+    let total = corpus.len();
+    let (mut agree_fit, mut agree_over, mut stricter, mut skipped) = (0, 0, 0, 0);
+    let mut failures: Vec<String> = Vec::new();
+    // The sample is taken on each side of the limit apart, so that both
+    // are in it.
+    let (mut nth_fit, mut nth_over) = (0, 0);
+    for g in &corpus {
+        let nth = if g.case.estimate <= g.limit {
+            &mut nth_fit
+        } else {
+            &mut nth_over
+        };
+        *nth += 1;
+        if *nth % stride != stride / 2 {
+            continue;
+        }
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernels")
+            .join(g.file);
+        let p: Vec<String> = g
+            .case
+            .params
+            .iter()
+            .map(|(a, b)| format!("{a}={b}"))
+            .collect();
+        let case = format!(
+            "{} {} on {} at {} MiB",
+            g.kernel,
+            p.join(" "),
+            g.target,
+            mib(g.limit)
+        );
+        let Some(hlo) = vmem_case_module(&path, g.kernel, g.case, g.target, g.limit) else {
+            // The checker refuses it for another reason than VMEM.
+            skipped += 1;
+            continue;
+        };
+        let fits = g.case.estimate <= g.limit;
+        let verdict = match plugin.compile(tpu_target(g.target), &hlo) {
+            Ok(_) => None,
+            Err(e) => {
+                let e = e.to_string();
+                match libtpu_vmem_used(&e) {
+                    Some(used) => Some(format!("refuses, using {used:.2} MiB")),
+                    None if e.contains("vmem") => Some("refuses for VMEM".to_string()),
+                    None => Some(format!(
+                        "refuses, not for VMEM: {}",
+                        e.lines().find(|l| l.contains("Mosaic")).unwrap_or(&e)
+                    )),
+                }
+            }
+        };
+        eprintln!(
+            "{case}: pk counts {:.2} MiB ({:.2} MiB of blocks and scratch); libtpu {}",
+            mib(g.case.estimate),
+            mib(g.buffers),
+            verdict.as_deref().unwrap_or("compiles")
+        );
+        match (fits, verdict) {
+            (true, None) => agree_fit += 1,
+            (true, Some(v)) => {
+                failures.push(format!("{case}: pk accepts it, libtpu {v}"));
+            }
+            (false, Some(v)) if v.starts_with("refuses, not for VMEM") => {
+                failures.push(format!("{case}: pk refuses it for VMEM, libtpu {v}"));
+            }
+            (false, Some(_)) => agree_over += 1,
+            (false, None) if g.buffers <= g.limit => stricter += 1,
+            (false, None) => failures.push(format!(
+                "{case}: pk refuses it and libtpu compiles it, and its blocks and scratch \
+                 alone ({:.2} MiB, a block fetched once counted once) exceed the limit: not a \
+                 listed stricter case",
+                mib(g.buffers)
+            )),
+        }
+    }
+    let run = agree_fit + agree_over + stricter + failures.len();
+    eprintln!(
+        "generated VMEM corpus (one case in {stride}): {run} of {total} cases compiled, \
+         {skipped} skipped (refused by another rule): {agree_fit} fit and compile, \
+         {agree_over} over and refused, {stricter} stricter as listed, {} disagreements",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {run} cases disagree:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        agree_fit > 0 && agree_over > 0,
+        "both sides of the limit are exercised: {agree_fit} fit, {agree_over} over"
+    );
+}

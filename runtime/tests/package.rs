@@ -704,3 +704,22 @@ fn a_value_for_one_kernel_of_a_file_does_not_stop_the_other_opening() {
         .expect("Q");
     assert_eq!(q.value.to_string(), "3");
 }
+
+#[test]
+fn the_manifest_records_the_bytes_a_device_sends() {
+    // A ring of 4, shards [256, 512] bf16: 3 steps, each sending both
+    // halves (two 128 x 512 bf16 windows) to the neighbours.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/all_gather_matmul.pk");
+    let b = build_file(&path, &BuildOptions::default())
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+    let cost = b.kernels[0].package.manifest.cost;
+    assert_eq!(cost.remote_bytes, 3 * 2 * 128 * 512 * 2);
+    // A kernel on one device sends nothing, and a manifest written
+    // without the field reads it as 0.
+    let (k, _) = build(&[]);
+    assert_eq!(k.package.manifest.cost.remote_bytes, 0);
+    let mut v = serde_json::to_value(k.package.manifest.cost).expect("serialises");
+    remove(&mut v, "remote_bytes");
+    let read: pk_runtime::package::Cost = serde_json::from_value(v).expect("reads");
+    assert_eq!(read, k.package.manifest.cost);
+}

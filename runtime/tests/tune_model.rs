@@ -6,7 +6,7 @@
 use pk_lang::ir::{DType, Kernel};
 use pk_lang::{Options, Target};
 use pk_runtime::pjrt::TpuTarget;
-use pk_runtime::tune::model::{predict, Generation};
+use pk_runtime::tune::model::{predict, Bound, Generation};
 use pk_runtime::tune::search::successive_halving;
 use pk_runtime::tune::space::{Axis, Space};
 use pk_runtime::tune::work::{count, Dot, StepClass, Work};
@@ -510,6 +510,24 @@ grid (j in 2 arbitrary, i in 4 arbitrary)
     m.kernels.into_iter().next().expect("one kernel")
 }
 
+/// kernels/all_gather_matmul.pk specialised with `params` (bf16, a ring
+/// of 4 devices by default).
+fn all_gather_matmul(params: &[(&str, i64)]) -> Kernel {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/all_gather_matmul.pk");
+    let opts = Options {
+        params: params
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+        specialise: true,
+        ..Options::default()
+    };
+    let m = pk_lang::Session::open(&path)
+        .and_then(|s| s.check(&opts))
+        .unwrap_or_else(|f| panic!("{}", f.render(pk_lang::diag::RenderStyle::Plain)));
+    m.kernels.into_iter().next().expect("one kernel")
+}
+
 #[test]
 fn a_single_buffered_blocks_later_copies_are_not_overlapped() {
     // The weight's block (512 x 256 bf16 = 256 KiB) is fetched at steps 0
@@ -550,4 +568,131 @@ fn a_single_buffered_blocks_later_copies_are_not_overlapped() {
     let exposed = block as f64 / bw;
     let d = heavy(one.clone()) - heavy(two.clone());
     assert!((d - exposed).abs() < 1e-12, "{d} vs {exposed}");
+}
+
+#[test]
+fn remote_copies_are_charged_to_the_busiest_link_of_each_generation() {
+    // One step that sends 1 MiB to each of two neighbours (4 copies of
+    // 512 KiB, so 2 rounds) around a 128^3 bf16 dot. By hand: the link to
+    // either neighbour carries 1 MiB, at the published bidirectional ICI
+    // bandwidth per chip over its links and two directions (v5e 400 GB/s
+    // over 4 links: 50 GB/s; v6e 800 / 4: 100 GB/s; v5p 1,200 / 6: 100
+    // GB/s; TPU7x 1,200 / 6, halved for one of its two devices: 50 GB/s;
+    // v4 from its pod's 24 TB/s bisection over the 512 links a bisection
+    // of a 16^3 torus cuts: 46.875 GB/s); the step's overhead once and
+    // once more per round of copies.
+    let w = Work {
+        steps: 1,
+        parallel_steps: 1,
+        dots: vec![Dot {
+            dtype: DType::BF16,
+            m: 128,
+            n: 128,
+            k: 128,
+            count: 1,
+        }],
+        remote_bytes: 2 << 20,
+        remote_link_bytes: 1 << 20,
+        remote_rounds: 2,
+        ..Work::default()
+    };
+    for (t, link) in [
+        (TpuTarget::V4, 46.875e9),
+        (TpuTarget::V5e, 50e9),
+        (TpuTarget::V5p, 100e9),
+        (TpuTarget::V6e, 100e9),
+        (TpuTarget::Tpu7x, 50e9),
+    ] {
+        let g = Generation::of(t);
+        let ici = (1u64 << 20) as f64 / link;
+        let expected = ici + 3.0 * 0.35e-6;
+        let p = predict(g, &w);
+        assert!(
+            (p.seconds - expected).abs() < 1e-12,
+            "{t:?}: {} vs {expected}",
+            p.seconds
+        );
+        assert_eq!(p.bound, Bound::Interconnect, "{t:?}");
+        assert!(!p.memory_bound, "{t:?}");
+        // At the roofline: the link's time is the least any schedule takes.
+        assert!((p.roofline_fraction - ici / expected).abs() < 1e-9, "{t:?}");
+    }
+}
+
+#[test]
+fn the_collective_matmul_sends_half_a_shard_per_link_per_ring_step() {
+    // Ring of 4, shards of x [256, 512] bf16: 3 steps, each sending the
+    // upper half [128, 512] right and the lower half left (128 KiB each).
+    let k = all_gather_matmul(&[]);
+    let w = count(&k);
+    let half = 128 * 512 * 2;
+    assert_eq!(w.remote_bytes, 3 * 2 * half);
+    assert_eq!(w.remote_link_bytes, 3 * half);
+    assert_eq!(w.remote_rounds, 3);
+    // Counting mode (no arrays to read) walks the same copies.
+    let c = pk_runtime::tune::count::count(&k, &Default::default()).expect("counts");
+    assert_eq!(c.remote_bytes, w.remote_bytes);
+    assert_eq!(c.remote_link_bytes, w.remote_link_bytes);
+    assert_eq!(c.remote_rounds, 3);
+    assert_eq!(c.classes.len(), 1);
+    assert_eq!(c.classes[0].remote_link_bytes, 3 * half);
+}
+
+#[test]
+fn the_collective_matmul_is_interconnect_or_compute_bound_by_shape_and_generation() {
+    let g5 = Generation::of(TpuTarget::V5e);
+    let g6 = Generation::of(TpuTarget::V6e);
+    // The default shapes on v5e: 4 products [256, 512] x [512, 512]
+    // (2.72 us at 197 TFLOP/s) against 3 x 128 KiB on a 50 GB/s link
+    // (7.86 us), plus the step's overhead and 3 rounds of copies.
+    let p = predict(g5, &count(&all_gather_matmul(&[])));
+    let expected = 3.0 * 131_072.0 / 50e9 + 4.0 * 0.35e-6;
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    assert_eq!(p.bound, Bound::Interconnect);
+    // Shards [512, 2048] and w [2048, 2048]: 4 products of 4.29 GFLOP
+    // (87.2 us on v5e) outlast 3 MiB on the link (62.9 us) ...
+    let shape = [("M", 512), ("K", 2048), ("N", 2048)];
+    let flops = 4.0 * 2.0 * 512.0 * 2048.0 * 2048.0;
+    let link = 3.0 * 256.0 * 2048.0 * 2.0;
+    let p = predict(g5, &count(&all_gather_matmul(&shape)));
+    assert_eq!(p.bound, Bound::Compute);
+    let expected = flops / 197e12 + 4.0 * 0.35e-6;
+    assert!(
+        (p.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        p.seconds
+    );
+    // ... while v6e's MXUs (18.7 us) wait for its 100 GB/s link (31.5 us).
+    let best = predict(g6, &count(&all_gather_matmul(&shape)));
+    assert_eq!(best.bound, Bound::Interconnect);
+    let expected = link / 100e9 + 4.0 * 0.35e-6;
+    assert!(
+        (best.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        best.seconds
+    );
+    // Column blocks of 128 use half of v6e's 256-wide MXU: 37.4 us of
+    // compute, now the bound, and slower than every block of 256 or more;
+    // on v5e's 128-wide MXU the same block costs nothing more.
+    let narrow = [("M", 512), ("K", 2048), ("N", 2048), ("bn", 128)];
+    let p = predict(g6, &count(&all_gather_matmul(&narrow)));
+    assert_eq!(p.bound, Bound::Compute);
+    assert!(
+        p.seconds > 1.15 * best.seconds,
+        "{} vs {}",
+        p.seconds,
+        best.seconds
+    );
+    let p5 = predict(g5, &count(&all_gather_matmul(&narrow)));
+    let wide5 = predict(g5, &count(&all_gather_matmul(&shape)));
+    assert!(
+        p5.seconds <= wide5.seconds * 1.01,
+        "{} vs {}",
+        p5.seconds,
+        wide5.seconds
+    );
 }

@@ -6,7 +6,7 @@
 use pk_lang::ir::DType;
 use pk_runtime::pjrt::TpuTarget;
 use pk_runtime::schedule::{KernelSchedule, Loop, UnitUse};
-use pk_runtime::tune::model::{predict, DeviceModel, Generation};
+use pk_runtime::tune::model::{predict, Bound, DeviceModel, Generation};
 use pk_runtime::tune::schedule::{self, SCHEDULE_STEP_OVERHEAD_S};
 use pk_runtime::tune::work::{Dot, StepClass, Work};
 
@@ -292,4 +292,45 @@ fn the_kernels_program_is_not_one_of_xlas_layout_copies() {
         kernels: vec![tlp, copy, plain, kernel],
     };
     assert_eq!(s.kernel().map(|k| k.name.as_str()), Some("name.1"));
+}
+
+#[test]
+fn a_one_step_call_runs_its_own_loops_under_its_remote_copies() {
+    // One grid step (a ring kernel: no grid loop); its program of 1,000
+    // bundles has a loop of 800 whose trips are not stated (once) and, in
+    // it, one of 200 stated at 4 trips: 1,000 + 200 x 3 = 1,600 cycles
+    // (1.06 us on v5e). Remote copies: 3 rounds, 1 MiB on the busiest
+    // link, 21.0 us at 50 GB/s, which the compute overlaps.
+    let g = Generation::of(TpuTarget::V5e);
+    let mut w = work(1);
+    w.parallel_steps = 1;
+    w.bytes_in = 0;
+    w.bytes_out = 0;
+    w.first_in_bytes = 0;
+    w.last_out_bytes = 0;
+    w.remote_bytes = 2 << 20;
+    w.remote_link_bytes = 1 << 20;
+    w.remote_rounds = 3;
+    let e = schedule::predict(g, &program(Some(4)), &w);
+    let ici = (1u64 << 20) as f64 / 50e9;
+    let expected = ici + SCHEDULE_STEP_OVERHEAD_S * 4.0;
+    assert!(
+        (e.prediction.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        e.prediction.seconds
+    );
+    assert_eq!(e.prediction.bound, Bound::Interconnect);
+    assert_eq!(e.step_bundles, 1000);
+    // Without remote copies the program's cycles are the time.
+    w.remote_bytes = 0;
+    w.remote_link_bytes = 0;
+    w.remote_rounds = 0;
+    let e = schedule::predict(g, &program(Some(4)), &w);
+    let expected = 1600.0 / g.clock_hz() + SCHEDULE_STEP_OVERHEAD_S;
+    assert!(
+        (e.prediction.seconds - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        e.prediction.seconds
+    );
+    assert_eq!(e.prediction.bound, Bound::Compute);
 }

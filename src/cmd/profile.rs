@@ -418,6 +418,7 @@ fn build_report(
             "seconds": roofline.seconds,
             "roofline_fraction": roofline.roofline_fraction,
             "memory_bound": roofline.memory_bound,
+            "bound": roofline.bound.name(),
         },
         "steps": w.steps,
     });
@@ -432,6 +433,7 @@ fn build_report(
         "seconds": est.prediction.seconds,
         "roofline_fraction": est.prediction.roofline_fraction,
         "memory_bound": est.prediction.memory_bound,
+        "bound": est.prediction.bound.name(),
     });
     let main = s.main_loop();
     let clock = g.clock_hz();

@@ -110,7 +110,7 @@ fn target(out: &mut String, r: &Report, y: f64) -> Result<f64, std::fmt::Error> 
     )?;
     legend(out, 8.0, y + 38.0)?;
     let times = Scale::time(r.points.iter().filter_map(|p| match p.status {
-        Status::Ranked { seconds } => Some(seconds),
+        Status::Ranked { seconds, .. } => Some(seconds),
         _ => None,
     }));
     for (i, axis) in r.axes.iter().enumerate() {
@@ -167,7 +167,7 @@ fn panel(
     // The fastest time at each value of this parameter, as a line.
     let mut envelope: Vec<(i64, f64)> = Vec::new();
     for p in &r.points {
-        if let (Status::Ranked { seconds }, Some(&v)) = (&p.status, p.params.get(param)) {
+        if let (Status::Ranked { seconds, .. }, Some(&v)) = (&p.status, p.params.get(param)) {
             match envelope.iter_mut().find(|(w, _)| *w == v) {
                 Some(e) => e.1 = e.1.min(*seconds),
                 None => envelope.push((v, *seconds)),
@@ -189,7 +189,7 @@ fn panel(
     for p in &r.points {
         let Some(x) = at(&p.params) else { continue };
         let (class, y, style) = match &p.status {
-            Status::Ranked { seconds } => (
+            Status::Ranked { seconds, .. } => (
                 "point ranked",
                 ty(*seconds),
                 format!(r#"fill="{RANKED}" fill-opacity="0.55" stroke="{RANKED}""#),

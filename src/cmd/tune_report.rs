@@ -45,6 +45,7 @@ pub fn summarise(
         schedule: c.schedule.as_ref().map(report::ScheduleSeen::of),
         roofline_fraction: c.ranked_by().roofline_fraction,
         memory_bound: c.ranked_by().memory_bound,
+        bound: c.ranked_by().bound.name().to_string(),
         grid_steps: c.work.steps,
         generated_code_bytes: c.code_bytes,
         memory: c.memory,
@@ -175,11 +176,12 @@ pub fn table(r: &Report) -> String {
     }
     let schedule = r.evaluator == Eval::Schedule.name();
     out.push_str(&format!(
-        "  {:<4} {:<28} {:>12} {:>9} {:>10} {:>8}{}\n",
+        "  {:<4} {:<28} {:>12} {:>9} {:>12} {:>10} {:>8}{}\n",
         "rank",
         "configuration",
         what,
         "roofline",
+        "bound",
         "code B",
         "steps",
         if schedule {
@@ -229,11 +231,12 @@ fn row(rank: &str, r: &Report, c: &Row) -> String {
         _ => String::new(),
     };
     format!(
-        "  {:<4} {:<28} {:>12} {:>8.1}% {:>10} {:>8}{schedule}\n",
+        "  {:<4} {:<28} {:>12} {:>8.1}% {:>12} {:>10} {:>8}{schedule}\n",
         rank,
         r.describe(&c.params),
         time(c.seconds),
         100.0 * c.roofline_fraction,
+        if c.bound.is_empty() { "-" } else { &c.bound },
         bytes(c.generated_code_bytes),
         c.grid_steps
     )
@@ -276,6 +279,12 @@ fn why_lost(d: &Candidate, b: &Candidate, eval: Eval) -> String {
             } else {
                 ""
             }
+        ));
+    }
+    if d.ranked_by().bound == pk_runtime::tune::model::Bound::Interconnect {
+        why.push(format!(
+            "it is bound by the interconnect ({:.1} MB on its busiest link)",
+            d.work.remote_link_bytes as f64 / 1e6
         ));
     }
     if d.work.steps > b.work.steps {

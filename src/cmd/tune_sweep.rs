@@ -456,7 +456,14 @@ pub(super) fn finish(
     }
     for c in &ranked {
         if let Some(i) = configs.iter().position(|x| *x == c.config) {
-            states[i] = Some(Status::Ranked { seconds: c.seconds });
+            states[i] = Some(Status::Ranked {
+                seconds: c.seconds,
+                bound: if a.eval == Eval::Model || a.eval == Eval::Schedule {
+                    c.ranked_by().bound.name().to_string()
+                } else {
+                    String::new()
+                },
+            });
         }
     }
     let points = configs

@@ -16,7 +16,7 @@
 //! - an `if` whose condition is a constant (fixed at specialisation) runs
 //!   its branch; any other `if` is charged its dearer branch (matmul and
 //!   vector work, then DMA bytes); a `for` with constant bounds runs its
-//!   trip count, any other loop one trip.
+//!   trip count (none when they make it empty), any other loop one trip.
 
 use super::cost::{const_int, vector_elements};
 use super::{
@@ -57,6 +57,13 @@ pub struct StepWork {
     /// Bytes sent to other devices: the window of every remote copy
     /// started.
     pub remote_bytes: u64,
+    /// The same bytes by destination: the device id value each copy names
+    /// (its index in the body), with the bytes sent to it. Copies to
+    /// distinct destinations leave on distinct links of the interconnect;
+    /// copies to one destination share its link.
+    pub remote_by_device: Vec<(usize, u64)>,
+    /// Remote copies started.
+    pub remote_copies: u64,
 }
 
 /// The static count of one grid step of `k`'s body.
@@ -140,12 +147,13 @@ impl StepWork {
                 OpKind::RemoteDma {
                     phase: RemotePhase::Start,
                     src,
+                    device,
                     ..
-                } => {
-                    self.remote_bytes = self
-                        .remote_bytes
-                        .saturating_add(times.saturating_mul(dma_bytes(k, src)))
-                }
+                } => self.add_remote(
+                    device.index(),
+                    times.saturating_mul(dma_bytes(k, src)),
+                    times,
+                ),
                 OpKind::If {
                     cond,
                     then_block,
@@ -166,6 +174,8 @@ impl StepWork {
                 } => {
                     let trips = match (const_int(f, *lo), const_int(f, *hi)) {
                         (Some(l), Some(h)) if h > l => ((h - l) as u64).div_ceil(*step),
+                        // Constant bounds that make the loop empty.
+                        (Some(_), Some(_)) => 0,
                         _ => 1,
                     };
                     self.add_block(k, f, *body, times.saturating_mul(trips));
@@ -176,6 +186,37 @@ impl StepWork {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Adds `copies` remote copies of `bytes` in all to the device whose
+    /// id is value `device` of the body.
+    pub fn add_remote(&mut self, device: usize, bytes: u64, copies: u64) {
+        self.remote_bytes = self.remote_bytes.saturating_add(bytes);
+        self.remote_copies = self.remote_copies.saturating_add(copies);
+        match self.remote_by_device.iter_mut().find(|(d, _)| *d == device) {
+            Some((_, b)) => *b = b.saturating_add(bytes),
+            None => self.remote_by_device.push((device, bytes)),
+        }
+    }
+
+    /// Bytes sent to the destination that receives the most: what the
+    /// busiest link of the interconnect carries.
+    pub fn remote_link_bytes(&self) -> u64 {
+        self.remote_by_device
+            .iter()
+            .map(|(_, b)| *b)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Rounds of remote copies: copies to distinct destinations travel
+    /// side by side, so the copies over the number of destinations
+    /// (rounded up).
+    pub fn remote_rounds(&self) -> u64 {
+        match self.remote_by_device.len() as u64 {
+            0 => 0,
+            n => self.remote_copies.div_ceil(n),
         }
     }
 
@@ -204,7 +245,10 @@ impl StepWork {
         self.vector_ops = self.vector_ops.saturating_add(x.vector_ops);
         self.transcendentals = self.transcendentals.saturating_add(x.transcendentals);
         self.dma_bytes = self.dma_bytes.saturating_add(x.dma_bytes);
-        self.remote_bytes = self.remote_bytes.saturating_add(x.remote_bytes);
+        for (d, b) in x.remote_by_device {
+            self.add_remote(d, b, 0);
+        }
+        self.remote_copies = self.remote_copies.saturating_add(x.remote_copies);
         for d in x.dots {
             self.add_dot(d);
         }

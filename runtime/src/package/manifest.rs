@@ -131,6 +131,10 @@ pub struct Cost {
     pub flops: u64,
     pub transcendentals: u64,
     pub bytes_accessed: u64,
+    /// Bytes one device sends to others per call (remote copies over the
+    /// interconnect; 0 for a kernel that does not communicate).
+    #[serde(default)]
+    pub remote_bytes: u64,
 }
 
 /// The StableHLO module one target compiles, and the scoped VMEM limit
@@ -255,6 +259,7 @@ impl Manifest {
                 flops: cost.flops,
                 transcendentals: cost.transcendentals,
                 bytes_accessed: cost.bytes_accessed,
+                remote_bytes: cost.remote_bytes,
             },
             vmem: Vmem {
                 kernel_limit_bytes: kernel.vmem_limit,

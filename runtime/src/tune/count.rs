@@ -34,8 +34,8 @@
 use super::work::{self, StepClass, Work};
 use pk_lang::ir::work::{dma_bytes, StepWork};
 use pk_lang::ir::{
-    BinaryOp, BlockId, CmpOp, DType, Func, Kernel, Literal, OpKind, RefOrigin, RefView, Role,
-    Semantics, Slice, Start, UnaryOp, Value,
+    BinaryOp, BlockId, CmpOp, DType, Func, Kernel, Literal, OpKind, RefOrigin, RefView,
+    RemotePhase, Role, Semantics, Slice, Start, UnaryOp, Value,
 };
 use std::collections::HashMap;
 
@@ -152,6 +152,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
     w.bytes_in = 0;
     w.bytes_out = 0;
     w.dma_bytes = 0;
+    w.remote_bytes = 0;
+    w.remote_link_bytes = 0;
+    w.remote_rounds = 0;
     w.first_in_bytes = 0;
     w.last_out_bytes = 0;
     w.exposed_bytes = 0;
@@ -214,6 +217,14 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
         w.dma_bytes += acc.dma_bytes;
         bytes += acc.dma_bytes;
         w.exposed_bytes += exposed;
+        let (remote, link, remote_rounds) = (
+            acc.remote_bytes,
+            acc.remote_link_bytes(),
+            acc.remote_rounds(),
+        );
+        w.remote_bytes += remote;
+        w.remote_link_bytes += link;
+        w.remote_rounds += remote_rounds;
         let key = ClassKey::of(&acc, bytes, exposed, c.rounds);
         match classes.get(&key) {
             Some(&j) => w.classes[j].count += 1,
@@ -227,6 +238,9 @@ pub fn count(k: &Kernel, arrays: &Arrays) -> Option<Work> {
                     bytes,
                     dma_rounds: c.rounds,
                     exposed,
+                    remote_bytes: remote,
+                    remote_link_bytes: link,
+                    remote_rounds,
                 });
             }
         }
@@ -264,6 +278,8 @@ struct ClassKey {
     bytes: u64,
     exposed: u64,
     dma_rounds: u64,
+    remote: Vec<(usize, u64)>,
+    remote_copies: u64,
 }
 
 impl ClassKey {
@@ -281,6 +297,8 @@ impl ClassKey {
             bytes,
             exposed,
             dma_rounds,
+            remote: w.remote_by_device.clone(),
+            remote_copies: w.remote_copies,
         }
     }
 }
@@ -385,6 +403,15 @@ impl Counter<'_> {
                 OpKind::DmaStart { src, dst, .. } => {
                     acc.dma_bytes += dma_bytes(k, src);
                     self.forget(dst.target.index());
+                    Vec::new()
+                }
+                OpKind::RemoteDma {
+                    phase: RemotePhase::Start,
+                    src,
+                    device,
+                    ..
+                } => {
+                    acc.add_remote(device.index(), dma_bytes(k, src), 1);
                     Vec::new()
                 }
                 OpKind::DmaWait { .. } => {

@@ -15,6 +15,14 @@
 //! counted on inputs ([`super::count`]) is predicted the same way per
 //! class of equal steps, each step with its own copies and compute.
 //!
+//! Remote copies (a kernel on a mesh) travel over the inter-chip
+//! interconnect while the step computes: a step's interconnect time is the
+//! bytes its busiest link carries over one link's bandwidth, and the step
+//! takes the largest of compute, HBM copies and interconnect. Each round
+//! of remote copies (copies to distinct neighbours start side by side)
+//! costs the per-step overhead again, as a round of the body's own local
+//! DMA pipeline does. Every prediction says which of the three bounds it.
+//!
 //! docs/tuning.md gives the source of every constant.
 
 use super::work::{Dot, Work};
@@ -75,6 +83,12 @@ pub struct Generation {
     pub hbm_bytes_per_s: f64,
     /// HBM capacity per device, bytes.
     pub hbm_bytes: u64,
+    /// Inter-chip interconnect: bytes per second one link carries in one
+    /// direction, per device (the published bidirectional bandwidth per
+    /// chip over its links and the two directions; TPU7x's two devices of
+    /// a chip share its links; see docs/tuning.md for each figure's
+    /// derivation from the published ones).
+    pub ici_link_bytes_per_s: f64,
 }
 
 const G: f64 = 1e9;
@@ -97,6 +111,7 @@ pub const GENERATIONS: [Generation; 5] = [
         fp8_flops: 275.0 * T,
         hbm_bytes_per_s: 1200.0 * G,
         hbm_bytes: 32 * GIB,
+        ici_link_bytes_per_s: 46.875 * G,
     },
     Generation {
         target: TpuTarget::V5e,
@@ -109,6 +124,7 @@ pub const GENERATIONS: [Generation; 5] = [
         fp8_flops: 197.0 * T,
         hbm_bytes_per_s: 819.0 * G,
         hbm_bytes: 16 * GIB,
+        ici_link_bytes_per_s: 50.0 * G,
     },
     Generation {
         target: TpuTarget::V5p,
@@ -121,6 +137,7 @@ pub const GENERATIONS: [Generation; 5] = [
         fp8_flops: 459.0 * T,
         hbm_bytes_per_s: 2765.0 * G,
         hbm_bytes: 95 * GIB,
+        ici_link_bytes_per_s: 100.0 * G,
     },
     Generation {
         target: TpuTarget::V6e,
@@ -133,6 +150,7 @@ pub const GENERATIONS: [Generation; 5] = [
         fp8_flops: 918.0 * T,
         hbm_bytes_per_s: 1640.0 * G,
         hbm_bytes: 32 * GIB,
+        ici_link_bytes_per_s: 100.0 * G,
     },
     Generation {
         target: TpuTarget::Tpu7x,
@@ -145,11 +163,13 @@ pub const GENERATIONS: [Generation; 5] = [
         fp8_flops: 4614.0 / 2.0 * T,
         hbm_bytes_per_s: 7370.0 / 2.0 * G,
         hbm_bytes: 96 * GIB,
+        ici_link_bytes_per_s: 100.0 / 2.0 * G,
     },
 ];
 
 /// Fixed cost of one grid step (pipeline bookkeeping, DMA issue and wait),
-/// seconds.
+/// seconds. A round of the body's own DMAs, local or remote, is charged
+/// it too.
 pub const STEP_OVERHEAD_S: f64 = 0.35e-6;
 
 /// Vector-unit elementwise operations per second per TensorCore, as a
@@ -188,6 +208,39 @@ impl Generation {
     }
 }
 
+/// What bounds a configuration's time: the units' compute, the HBM
+/// copies, or the interconnect's remote copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Compute,
+    Hbm,
+    Interconnect,
+}
+
+impl Bound {
+    /// `compute`, `HBM` or `interconnect`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Hbm => "HBM",
+            Bound::Interconnect => "interconnect",
+        }
+    }
+
+    /// The bound of a call whose compute, HBM copies and remote copies
+    /// take these times (summed over its steps): the largest; compute on
+    /// a tie, then HBM.
+    pub fn of(compute_s: f64, hbm_s: f64, ici_s: f64) -> Bound {
+        if ici_s > compute_s && ici_s > hbm_s {
+            Bound::Interconnect
+        } else if hbm_s > compute_s {
+            Bound::Hbm
+        } else {
+            Bound::Compute
+        }
+    }
+}
+
 /// A prediction for one configuration on one generation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Prediction {
@@ -198,7 +251,16 @@ pub struct Prediction {
     pub roofline_fraction: f64,
     /// Whether copies, not compute, bound the steady state.
     pub memory_bound: bool,
+    /// What bounds it: compute, HBM copies or the interconnect.
+    pub bound: Bound,
     pub steps: u64,
+}
+
+impl Generation {
+    /// Seconds the interconnect takes for `link_bytes` on the busiest link.
+    pub fn ici_seconds(&self, link_bytes: u64) -> f64 {
+        link_bytes as f64 / self.ici_link_bytes_per_s
+    }
 }
 
 /// One step's compute time on one core: the MXU, the VPU and the EUP
@@ -237,43 +299,56 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
     } else {
         1.0
     };
-    // Both cores draw on one HBM.
+    // Both cores draw on one HBM, and send on one chip's links.
     let bw = g.hbm_bytes_per_s / cores_used;
+    let ici_bw = g.ici_link_bytes_per_s / cores_used;
     let steps = w.steps.max(1) as f64;
     let fill_s = (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
-    let (seconds, ideal_flops_s, memory_bound) = if w.counted {
+    let (seconds, ideal_flops_s, bound) = if w.counted {
         // Steps are shared by the cores as the static case shares them:
         // ceil(steps / cores) of the average step.
-        let (mut sum_s, mut ideal, mut compute_total, mut copy_total) = (0.0, 0.0, 0.0, 0.0);
+        let (mut sum_s, mut ideal) = (0.0, 0.0);
+        let (mut compute_total, mut copy_total, mut ici_total) = (0.0, 0.0, 0.0);
         for c in &w.classes {
             let (compute_s, ideal_s) = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals);
             let exposed_s = c.exposed as f64 / bw;
             let copy_s = c.bytes.saturating_sub(c.exposed) as f64 / bw;
+            let ici_s = c.remote_link_bytes as f64 / ici_bw;
             // A round of the body's own DMA pipeline (issue the next
-            // block's copies, wait for this one's) is the bookkeeping of a
-            // grid step again.
-            let rounds_s = c.dma_rounds as f64 * STEP_OVERHEAD_S;
+            // block's copies, wait for this one's), local or remote, is
+            // the bookkeeping of a grid step again. Single-buffered blocks'
+            // copies are not overlapped with anything.
+            let rounds_s = (c.dma_rounds + c.remote_rounds) as f64 * STEP_OVERHEAD_S;
             sum_s += c.count as f64
-                * (compute_s.max(copy_s) + exposed_s + STEP_OVERHEAD_S + rounds_s);
+                * (compute_s.max(copy_s).max(ici_s) + exposed_s + STEP_OVERHEAD_S + rounds_s);
             ideal += c.count as f64 * ideal_s;
             compute_total += c.count as f64 * compute_s;
             copy_total += c.count as f64 * (copy_s + exposed_s);
+            ici_total += c.count as f64 * ici_s;
         }
         let share = core_share(w.steps, cores_used);
-        (sum_s * share + fill_s, ideal, copy_total > compute_total)
+        (
+            sum_s * share + fill_s,
+            ideal,
+            Bound::of(compute_total, copy_total, ici_total),
+        )
     } else {
         let (compute_s, ideal_s) = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals);
         let moved = w.bytes_in + w.bytes_out + w.dma_bytes;
         let exposed_s = w.exposed_bytes as f64 / steps / bw;
         let copy_s = moved.saturating_sub(w.exposed_bytes) as f64 / steps / bw;
-        let step_s = compute_s.max(copy_s) + exposed_s + STEP_OVERHEAD_S;
+        let ici_s = w.remote_link_bytes as f64 / steps / ici_bw;
+        let rounds_s = w.remote_rounds as f64 / steps * STEP_OVERHEAD_S;
+        let step_s = compute_s.max(copy_s).max(ici_s) + exposed_s + STEP_OVERHEAD_S + rounds_s;
         (
             (steps / cores_used).ceil() * step_s + fill_s,
             ideal_s * w.steps as f64,
-            copy_s + exposed_s > compute_s,
+            Bound::of(compute_s, copy_s + exposed_s, ici_s),
         )
     };
-    let ideal_s = ideal_flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
+    let ideal_s = ideal_flops_s
+        .max(w.min_bytes as f64 / g.hbm_bytes_per_s)
+        .max(g.ici_seconds(w.remote_link_bytes));
     Prediction {
         seconds,
         roofline_fraction: if seconds > 0.0 {
@@ -281,7 +356,8 @@ pub fn predict(g: &Generation, w: &Work) -> Prediction {
         } else {
             0.0
         },
-        memory_bound,
+        memory_bound: bound == Bound::Hbm,
+        bound,
         steps: w.steps,
     }
 }

@@ -121,6 +121,10 @@ pub struct Row {
     pub schedule: Option<ScheduleSeen>,
     pub roofline_fraction: f64,
     pub memory_bound: bool,
+    /// What bounds the configuration in the evaluator's model: `compute`,
+    /// `HBM` or `interconnect` (its remote copies).
+    #[serde(default)]
+    pub bound: String,
     pub grid_steps: u64,
     pub generated_code_bytes: Option<u64>,
     pub memory: Option<MemoryStats>,
@@ -148,6 +152,9 @@ pub struct ScheduleSeen {
     pub critical_share: f64,
     /// Whether the step's copies outlast its compute.
     pub memory_bound: bool,
+    /// `compute`, `HBM` or `interconnect`, in the schedule model.
+    #[serde(default)]
+    pub bound: String,
 }
 
 impl ScheduleSeen {
@@ -159,6 +166,7 @@ impl ScheduleSeen {
             critical_unit: e.critical_unit.clone(),
             critical_share: e.critical_share,
             memory_bound: e.prediction.memory_bound,
+            bound: e.prediction.bound.name().to_string(),
         }
     }
 }
@@ -181,6 +189,12 @@ pub struct WorkSeen {
     /// overhead.
     #[serde(default)]
     pub dma_rounds: u64,
+    /// Bytes sent to other devices by remote copies, and the part of them
+    /// the busiest link of the interconnect carries.
+    #[serde(default)]
+    pub remote_bytes: u64,
+    #[serde(default)]
+    pub remote_link_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +229,8 @@ impl WorkSeen {
             bytes_out: w.bytes_out,
             dma_bytes: w.dma_bytes,
             dma_rounds: w.classes.iter().map(|c| c.count * c.dma_rounds).sum(),
+            remote_bytes: w.remote_bytes,
+            remote_link_bytes: w.remote_link_bytes,
         }
     }
 
@@ -249,8 +265,14 @@ pub struct Point {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Status {
-    /// Ranked with this time, seconds.
-    Ranked { seconds: f64 },
+    /// Ranked with this time, seconds, and what bounds it in the
+    /// evaluator's model (`compute`, `HBM` or `interconnect`; empty for a
+    /// measured time).
+    Ranked {
+        seconds: f64,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        bound: String,
+    },
     /// Rejected by the checker (or its inputs): the code.
     Pruned { code: String },
     /// Refused by libtpu: its message.

@@ -18,6 +18,11 @@
 //!   Counted on inputs, each round of the body's own DMA pipeline (a
 //!   double-buffered loop over key blocks waits once per block) adds the
 //!   same overhead again: it is a grid step's bookkeeping, by hand.
+//! - Remote copies (a kernel on a mesh) overlap the step too: the bytes
+//!   the step sends on its busiest link over one link's bandwidth
+//!   ([`Generation::ici_link_bytes_per_s`]), each round of them (copies
+//!   to distinct neighbours start side by side) one more overhead, as a
+//!   round of local DMAs.
 //! - The bundles outside the grid's loop run once, with the first blocks'
 //!   copies in and the last blocks' copies out; so do the loop's further
 //!   trips beyond the grid's steps that its exit test states (the
@@ -28,7 +33,7 @@
 //!
 //! Cycles become seconds at the clock of [`Generation::clock_hz`].
 
-use super::model::{compute_seconds, core_share, Generation, Prediction};
+use super::model::{compute_seconds, core_share, Bound, Generation, Prediction};
 use super::work::Work;
 use crate::schedule::KernelSchedule;
 
@@ -77,7 +82,9 @@ pub fn critical_unit(s: &KernelSchedule) -> (String, f64) {
 /// final program is `s`.
 pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate {
     let clock = g.clock_hz();
-    let main = s.main_loop();
+    // A call of one grid step has no grid loop: a loop in its program is
+    // the kernel's own (a ring's steps), run as the program states.
+    let main = s.main_loop().filter(|_| w.steps > 1);
     let index = main.and_then(|m| s.loops.iter().position(|l| l == m));
     // Bundles of one step, split into what runs once per step and what
     // runs inside nested loops whose trips the program does not state.
@@ -119,21 +126,26 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         1.0
     };
     let bw = g.hbm_bytes_per_s / cores_used;
+    let ici_bw = g.ici_link_bytes_per_s / cores_used;
     let steps = w.steps.max(1) as f64;
     let once_s = outside_bundles as f64 / clock + (w.first_in_bytes + w.last_out_bytes) as f64 / bw;
     let static_compute = compute_seconds(g, &w.dots, w.vector_ops, w.transcendentals).0;
-    // Copies of single-buffered blocks (`exposed`) add to the step rather
-    // than overlap with it.
-    let step_s = |scale: f64, copy_s: f64, exposed_s: f64, rounds: u64| {
+    // One step: (its time, compute, HBM copies, interconnect). Copies of
+    // single-buffered blocks (`exposed_s`) add to the step rather than
+    // overlap with it.
+    let step_s = |scale: f64, copy_s: f64, exposed_s: f64, ici_s: f64, rounds: f64| {
         let compute_s = (fixed + variable * scale) / clock;
         (
-            compute_s.max(copy_s) + exposed_s + SCHEDULE_STEP_OVERHEAD_S * (1 + rounds) as f64,
+            compute_s.max(copy_s).max(ici_s)
+                + exposed_s
+                + SCHEDULE_STEP_OVERHEAD_S * (1.0 + rounds),
             compute_s,
             copy_s + exposed_s,
+            ici_s,
         )
     };
-    let (total, compute_total, copy_total) = if w.counted && main.is_some() {
-        let (mut sum, mut comp, mut copy) = (0.0, 0.0, 0.0);
+    let (total, compute_total, copy_total, ici_total) = if w.counted && main.is_some() {
+        let (mut sum, mut comp, mut copy, mut ici) = (0.0, 0.0, 0.0, 0.0);
         for c in &w.classes {
             let cc = compute_seconds(g, &c.dots, c.vector_ops, c.transcendentals).0;
             let scale = if static_compute > 0.0 {
@@ -141,32 +153,50 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
             } else {
                 1.0
             };
-            let (t, cs, ps) = step_s(
+            let (t, cs, ps, is) = step_s(
                 scale,
                 c.bytes.saturating_sub(c.exposed) as f64 / bw,
                 c.exposed as f64 / bw,
-                c.dma_rounds,
+                c.remote_link_bytes as f64 / ici_bw,
+                (c.dma_rounds + c.remote_rounds) as f64,
             );
             sum += c.count as f64 * t;
             comp += c.count as f64 * cs;
             copy += c.count as f64 * ps;
+            ici += c.count as f64 * is;
         }
         let share = core_share(w.steps, cores_used);
-        (sum * share, comp, copy)
+        (sum * share, comp, copy, ici)
     } else if main.is_some() {
         let moved = w.bytes_in + w.bytes_out + w.dma_bytes;
         let copy_s = moved.saturating_sub(w.exposed_bytes) as f64 / steps / bw;
-        let (t, cs, ps) = step_s(1.0, copy_s, w.exposed_bytes as f64 / steps / bw, 0);
-        ((steps / cores_used).ceil() * t, cs * steps, ps * steps)
-    } else {
-        // No loop: the whole grid was unrolled into one straight program
-        // (or has one step); its bundles are the compute of every step.
-        let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / bw;
-        let cs = s.bundles as f64 / clock;
+        let exposed_s = w.exposed_bytes as f64 / steps / bw;
+        let ici_s = w.remote_link_bytes as f64 / steps / ici_bw;
+        let (t, cs, ps, is) = step_s(1.0, copy_s, exposed_s, ici_s, w.remote_rounds as f64 / steps);
         (
-            cs.max(copy_s) + SCHEDULE_STEP_OVERHEAD_S * steps,
+            (steps / cores_used).ceil() * t,
+            cs * steps,
+            ps * steps,
+            is * steps,
+        )
+    } else {
+        // No grid loop: the whole grid was unrolled into one straight
+        // program, or has one step; its bundles, each loop's as often as
+        // its stated trips, are the compute of every step (at least the
+        // units' peak allows), which the copies and remote copies overlap.
+        let copy_s = (w.bytes_in + w.bytes_out + w.dma_bytes) as f64 / bw;
+        let ici_s = w.remote_link_bytes as f64 / ici_bw;
+        // A loop whose trips the program does not state counts once, so
+        // the units' peak bounds the compute from below (the roofline's
+        // compute of the call).
+        let (dots, vector, trans) = w.per_call();
+        let peak = compute_seconds(g, &dots, vector, trans).0;
+        let cs = (program_cycles(s) / clock).max(peak);
+        (
+            cs.max(copy_s).max(ici_s) + SCHEDULE_STEP_OVERHEAD_S * (steps + w.remote_rounds as f64),
             cs,
             copy_s,
+            ici_s,
         )
     };
     // The software pipeline's fill and drain: a grid loop that states more
@@ -191,13 +221,17 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         .iter()
         .map(|d| d.count as f64 * 2.0 * d.m as f64 * d.n as f64 * d.k as f64 / g.mxu_rate(d.dtype))
         .sum();
-    let ideal = flops_s.max(w.min_bytes as f64 / g.hbm_bytes_per_s);
+    let ideal = flops_s
+        .max(w.min_bytes as f64 / g.hbm_bytes_per_s)
+        .max(g.ici_seconds(w.remote_link_bytes));
+    let bound = Bound::of(compute_total, copy_total, ici_total);
     let (critical_unit, critical_share) = critical_unit(s);
     ScheduleEstimate {
         prediction: Prediction {
             seconds,
             roofline_fraction: if seconds > 0.0 { ideal / seconds } else { 0.0 },
-            memory_bound: copy_total > compute_total,
+            memory_bound: bound == Bound::Hbm,
+            bound,
             steps: w.steps,
         },
         step_bundles,
@@ -205,6 +239,24 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         critical_unit,
         critical_share,
     }
+}
+
+/// The cycles of the whole program run once: its bundles, and each loop's
+/// bundles again for every further trip it states (times the stated trips
+/// of the loops around it).
+pub fn program_cycles(s: &KernelSchedule) -> f64 {
+    let mut cycles = s.bundles as f64;
+    for l in &s.loops {
+        let Some(t) = l.trips else { continue };
+        let mut around = 1.0;
+        let mut p = l.parent;
+        while let Some(x) = p {
+            around *= s.loops[x].trips.unwrap_or(1) as f64;
+            p = s.loops[x].parent;
+        }
+        cycles += l.bundles as f64 * t.saturating_sub(1) as f64 * around;
+    }
+    cycles
 }
 
 /// Whether loop `i` is nested (at any depth) in loop `ancestor`.

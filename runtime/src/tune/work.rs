@@ -41,6 +41,14 @@ pub struct Work {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub dma_bytes: u64,
+    /// Per call: bytes sent to other devices by remote copies, the part of
+    /// them the busiest link carries (copies to one destination share a
+    /// link; see [`pk_lang::ir::work::StepWork::remote_link_bytes`]), and
+    /// the rounds of remote copies (copies to distinct destinations start
+    /// side by side).
+    pub remote_bytes: u64,
+    pub remote_link_bytes: u64,
+    pub remote_rounds: u64,
     /// The first step's input blocks and the last step's output blocks,
     /// which the pipeline cannot overlap with compute.
     pub first_in_bytes: u64,
@@ -87,6 +95,11 @@ pub struct StepClass {
     /// Per step: the part of `bytes` that single-buffered blocks move
     /// (see [`Work::exposed_bytes`]).
     pub exposed: u64,
+    /// Per step: bytes sent to other devices, those of the busiest link,
+    /// and the rounds of remote copies, as in [`Work`].
+    pub remote_bytes: u64,
+    pub remote_link_bytes: u64,
+    pub remote_rounds: u64,
 }
 
 impl Work {
@@ -122,10 +135,13 @@ impl Work {
 
     /// Sets the per-step work to `s`'s.
     pub(super) fn set_step(&mut self, s: StepWork) {
+        self.remote_link_bytes = s.remote_link_bytes();
+        self.remote_rounds = s.remote_rounds();
         self.dots = s.dots;
         self.vector_ops = s.vector_ops as f64;
         self.transcendentals = s.transcendentals as f64;
         self.dma_bytes = s.dma_bytes;
+        self.remote_bytes = s.remote_bytes;
     }
 }
 
@@ -143,8 +159,11 @@ pub fn count(k: &Kernel) -> Work {
         ..Work::default()
     };
     w.set_step(pk_lang::ir::work::step(k));
-    // The step's count has DMA bytes per step.
+    // The step's count has DMA and remote bytes per step.
     w.dma_bytes *= steps;
+    w.remote_bytes *= steps;
+    w.remote_link_bytes *= steps;
+    w.remote_rounds *= steps;
     w.min_bytes = least_bytes(k, w.dma_bytes);
     for o in &k.operands {
         let elem = o.dtype.bytes();
