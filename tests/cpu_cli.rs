@@ -246,8 +246,14 @@ fn print_writes_each_step_with_its_values() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     for step in 0..2 {
-        assert!(err.contains(&format!("[show ({step})] step {step} of 2\n")), "{err}");
-        assert!(err.contains(&format!("[show ({step})] no arguments, {{braces}}\n")), "{err}");
+        assert!(
+            err.contains(&format!("[show ({step})] step {step} of 2\n")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("[show ({step})] no arguments, {{braces}}\n")),
+            "{err}"
+        );
         // Row r, column c of step s's block holds (1024 s + 128 r + c) / 4,
         // doubled: (1024 s + 128 r + c) / 2.
         let at = |r: usize, c: usize| format!("{}", (1024 * step + 128 * r + c) as f32 / 2.0);
@@ -256,14 +262,29 @@ fn print_writes_each_step_with_its_values() {
             .lines()
             .find(|l| l.starts_with(&first))
             .unwrap_or_else(|| panic!("no tile line for step {step}:\n{err}"));
-        let cells: Vec<&str> = line[first.len()..].trim_end_matches(']').split_whitespace().collect();
+        let cells: Vec<&str> = line[first.len()..]
+            .trim_end_matches(']')
+            .split_whitespace()
+            .collect();
         assert_eq!(
             cells,
-            [at(0, 0), at(0, 1), at(0, 2), "...".into(), at(0, 125), at(0, 126), at(0, 127)]
+            [
+                at(0, 0),
+                at(0, 1),
+                at(0, 2),
+                "...".into(),
+                at(0, 125),
+                at(0, 126),
+                at(0, 127)
+            ]
         );
     }
     // The three lines of each of the two steps, the tile's 7 lines.
-    assert_eq!(err.lines().filter(|l| l.starts_with("[show (")).count(), 6, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("[show (")).count(),
+        6,
+        "{err}"
+    );
 }
 
 /// A tile reduced to a scalar is a scalar: its sum, max, min and the
@@ -304,9 +325,15 @@ fn scalar_reductions_of_a_tile() {
     };
     let sum: f64 = v.iter().map(|&x| f64::from(x)).sum();
     let s = f32s(read(0));
-    assert!(s.iter().all(|&y| (f64::from(y) - sum).abs() < 1e-3), "{} vs {sum}", s[0]);
+    assert!(
+        s.iter().all(|&y| (f64::from(y) - sum).abs() < 1e-3),
+        "{} vs {sum}",
+        s[0]
+    );
     assert!(f32s(read(1)).iter().all(|&y| y == 1000.0));
     assert!(f32s(read(2)).iter().all(|&y| y == -3.0));
     let best = read(3);
-    assert!(best.chunks(4).all(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) == 5));
+    assert!(best
+        .chunks(4)
+        .all(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) == 5));
 }

@@ -1285,7 +1285,10 @@ vmem_limit {s} * 16 * 1024 * 1024
 fn libtpu_single_buffers_a_block_marked_buffered_1_on_every_generation() {
     let Some(plugin) = plugin() else { return };
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
-    let compile = |src: &str, target: Target, limit: u64| -> (Option<Vec<&'static str>>, Result<(), String>) {
+    let compile = |src: &str,
+                   target: Target,
+                   limit: u64|
+     -> (Option<Vec<&'static str>>, Result<(), String>) {
         let checked = Options {
             target,
             specialise: true,
@@ -1520,9 +1523,9 @@ fn libtpu_agrees_with_the_vmem_budget_on_a_generated_corpus() {
                 let path = Path::new(env!("CARGO_MANIFEST_DIR"))
                     .join("../kernels")
                     .join(file);
-                let m =
-                    pk_lang::compile_file(&path, &kernel_options(kernel, *target, &c.params, true))
-                        .expect("estimated before");
+                let m = pk_lang::Session::open(&path)
+                    .and_then(|s| s.check(&kernel_options(kernel, *target, &c.params, true)))
+                    .expect("estimated before");
                 let k = &m.kernels[0];
                 let steps = k.grid_steps().unwrap_or(1);
                 // A block fetched once over the whole grid (one step, or an

@@ -556,7 +556,9 @@ fn a_single_buffered_blocks_later_copies_are_not_overlapped() {
     let fill = (two.first_in_bytes + two.last_out_bytes) as f64 / bw;
     let exp2 = steps * ((moved / steps / bw).max(compute) + 0.35e-6) + fill;
     let exp1 = steps
-        * (((moved - block as f64) / steps / bw).max(compute) + block as f64 / steps / bw + 0.35e-6)
+        * (((moved - block as f64) / steps / bw).max(compute)
+            + block as f64 / steps / bw
+            + 0.35e-6)
         + fill;
     assert!((p2 - exp2).abs() < 1e-12, "{p2} vs {exp2}");
     assert!((p1 - exp1).abs() < 1e-12, "{p1} vs {exp1}");

@@ -156,8 +156,9 @@ impl Builder<'_, '_> {
         // In i128, saturating: sizes whose product overflows i64 count as
         // more elements than any ref has, never as a panic.
         let count = |s: &[Dim]| {
-            s.iter()
-                .try_fold(1i128, |acc, d| Some(acc.saturating_mul(i128::from(d.known()?))))
+            s.iter().try_fold(1i128, |acc, d| {
+                Some(acc.saturating_mul(i128::from(d.known()?)))
+            })
         };
         if let (Some(a), Some(b)) = (count(&from.shape), count(&shape)) {
             if a != b {
@@ -224,7 +225,8 @@ impl Builder<'_, '_> {
                 );
                 return None;
             };
-            shape[rank - 2] = Dim::Known((bits(rows) / u128::from(tb)).min(i64::MAX as u128) as i64);
+            shape[rank - 2] =
+                Dim::Known((bits(rows) / u128::from(tb)).min(i64::MAX as u128) as i64);
         }
         Some(RefType {
             space: from.space,

@@ -139,9 +139,13 @@ impl Builder<'_, '_> {
         }
         let Some(holes) = placeholders(fmt) else {
             self.error(
-                Diag::new(&codes::PRINT, "a brace in a `print` format that is not `{}`", span)
-                    .label("this format")
-                    .help("each `{}` takes the next argument; write `{{` and `}}` for literal braces"),
+                Diag::new(
+                    &codes::PRINT,
+                    "a brace in a `print` format that is not `{}`",
+                    span,
+                )
+                .label("this format")
+                .help("each `{}` takes the next argument; write `{{` and `}}` for literal braces"),
             );
             return;
         };

@@ -335,7 +335,10 @@ pub enum OpKind {
     SemRead(RefView),
     /// `print`: writes `fmt` with each `{}` replaced by the next argument
     /// (scalar i32s, or one tile for the last `{}`), with the grid step.
-    Print { fmt: String, args: Vec<Value> },
+    Print {
+        fmt: String,
+        args: Vec<Value>,
+    },
     /// Runs `then_block` or `else_block`; each yields the op's results.
     If {
         cond: Value,

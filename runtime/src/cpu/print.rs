@@ -37,7 +37,10 @@ pub(crate) fn text(host: &Host, mem: &[u8], site: u32, tile: u32) -> Result<Stri
         let n = dims
             .iter()
             .try_fold(1usize, |a, &b| a.checked_mul(b))
-            .filter(|&n| n.checked_mul(4).is_some_and(|b| tile as usize + b <= mem.len()))
+            .filter(|&n| {
+                n.checked_mul(4)
+                    .is_some_and(|b| tile as usize + b <= mem.len())
+            })
             .ok_or_else(|| Error::Manifest(format!("a printed tile {shape:?} outside memory")))?;
         let mut vals = Vec::with_capacity(n);
         for i in 0..n {
@@ -134,7 +137,15 @@ fn nested(
             out.push_str(&sep);
         }
         match i {
-            Some(i) => nested(vals, rest, offset + i * stride, depth + 1, summarise, width, out),
+            Some(i) => nested(
+                vals,
+                rest,
+                offset + i * stride,
+                depth + 1,
+                summarise,
+                width,
+                out,
+            ),
             None => out.push_str("..."),
         }
     }
@@ -169,7 +180,10 @@ mod tests {
             "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]"
         );
         let v: Vec<i32> = (0..12).map(|x| x - 2).collect();
-        assert_eq!(array(&s(&v), &[2, 6]), "[[-2 -1  0  1  2  3]\n [ 4  5  6  7  8  9]]");
+        assert_eq!(
+            array(&s(&v), &[2, 6]),
+            "[[-2 -1  0  1  2  3]\n [ 4  5  6  7  8  9]]"
+        );
         let v: Vec<i32> = (0..2000).collect();
         assert_eq!(
             array(&s(&v), &[2000]),

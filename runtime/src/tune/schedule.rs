@@ -172,7 +172,13 @@ pub fn predict(g: &Generation, s: &KernelSchedule, w: &Work) -> ScheduleEstimate
         let copy_s = moved.saturating_sub(w.exposed_bytes) as f64 / steps / bw;
         let exposed_s = w.exposed_bytes as f64 / steps / bw;
         let ici_s = w.remote_link_bytes as f64 / steps / ici_bw;
-        let (t, cs, ps, is) = step_s(1.0, copy_s, exposed_s, ici_s, w.remote_rounds as f64 / steps);
+        let (t, cs, ps, is) = step_s(
+            1.0,
+            copy_s,
+            exposed_s,
+            ici_s,
+            w.remote_rounds as f64 / steps,
+        );
         (
             (steps / cores_used).ceil() * t,
             cs * steps,

@@ -36,7 +36,8 @@ pub(crate) fn print<'c>(
             loc: at.loc,
             src: at.src,
         };
-        let mem_ty = cx.m.memref(&shape, cx.m.storage(ty.dtype()), MemSpace::Vmem);
+        let mem_ty =
+            cx.m.memref(&shape, cx.m.storage(ty.dtype()), MemSpace::Vmem);
         let mem = cx.m.op1(
             inner,
             "memref.alloca",
