@@ -186,8 +186,9 @@ fn broken_collectives_are_reported_never_hang() {
         let (want, line) = expected(&text);
         let k = cpu_support::try_build(f, &[], false)
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        match run_fixture(&k, Order::Fixed) {
-            Ok(()) => failures.push(format!("{}: ran without error", f.display())),
+        // The code and a label on the expected line, or what went wrong.
+        let mut judge = |what: String, r: Result<(), pk_runtime::cpu::Error>| match r {
+            Ok(()) => failures.push(format!("{}: {what} ran without error", f.display())),
             Err(e) => {
                 let code = e.code().map(|c| c.to_string()).unwrap_or_default();
                 let lines: Vec<usize> = e
@@ -198,36 +199,20 @@ fn broken_collectives_are_reported_never_hang() {
                     .collect();
                 if code != want || !lines.contains(&line) {
                     failures.push(format!(
-                        "{}: expected {want} with a label on line {line}, got {code} on lines {lines:?}: {e}",
+                        "{}: {what}: expected {want} with a label on line {line}, got {code} on lines {lines:?}: {e}",
                         f.display()
                     ));
                 }
             }
-        }
+        };
+        judge("the fixed order".into(), run_fixture(&k, Order::Fixed));
         // Devices at once: the same code and line, whatever the threads'
         // timing, every time.
         for round in 0..5 {
-            match run_fixture(&k, Order::Parallel) {
-                Ok(()) => failures.push(format!(
-                    "{}: parallel round {round} ran without error",
-                    f.display()
-                )),
-                Err(e) => {
-                    let code = e.code().map(|c| c.to_string()).unwrap_or_default();
-                    let lines: Vec<usize> = e
-                        .labels()
-                        .into_iter()
-                        .flatten()
-                        .map(|l| text[..l.offset()].matches('\n').count() + 1)
-                        .collect();
-                    if code != want || !lines.contains(&line) {
-                        failures.push(format!(
-                            "{}: parallel round {round}: expected {want} on line {line}, got {code} on lines {lines:?}: {e}",
-                            f.display()
-                        ));
-                    }
-                }
-            }
+            judge(
+                format!("parallel round {round}"),
+                run_fixture(&k, Order::Parallel),
+            );
         }
         for seed in 0..8 {
             match run_fixture(&k, Order::Random(seed)) {

@@ -75,12 +75,15 @@ fn scalar_prefetch_drives_the_index_map() {
     }
 }
 
-/// Async copies from and to ANY (HBM) with DMA semaphores; the result is
-/// the same whether copies complete at start or at wait.
-#[test]
-fn async_copies_with_semaphores() {
-    let k = build("tests/cpu/dma_double_buffer.pk", &[]);
-    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 1000) as f32 * 0.5);
+/// Runs `file` on `x` with copies completing at start and at wait; each
+/// output element must be `want(x[i])`. Returns the two outputs' bytes.
+fn under_both_dma_modes(
+    file: &str,
+    x: (Vec<f32>, HostArray),
+    want: impl Fn(f32) -> f32,
+) -> Vec<Vec<u8>> {
+    let k = build(file, &[]);
+    let (x, xa) = x;
     let mut results = Vec::new();
     for dma in [DmaMode::AtStart, DmaMode::AtWait] {
         let opts = RunOptions {
@@ -89,10 +92,19 @@ fn async_copies_with_semaphores() {
         };
         let y = k.run(vec![xa.clone()], &opts).expect("runs").remove(0);
         for (i, v) in y.to_f32().iter().enumerate() {
-            assert_eq!(*v, 2.0 * x[i], "{dma:?} element {i}");
+            assert_eq!(*v, want(x[i]), "{dma:?} element {i}");
         }
         results.push(y.data);
     }
+    results
+}
+
+/// Async copies from and to ANY (HBM) with DMA semaphores; the result is
+/// the same whether copies complete at start or at wait.
+#[test]
+fn async_copies_with_semaphores() {
+    let x = ints_f32(&[1024, 128], |i| (i % 1000) as f32 * 0.5);
+    let results = under_both_dma_modes("tests/cpu/dma_double_buffer.pk", x, |v| 2.0 * v);
     assert_eq!(results[0], results[1]);
 }
 
@@ -101,18 +113,8 @@ fn async_copies_with_semaphores() {
 /// started, whether copies complete at start or at wait.
 #[test]
 fn copy_wait_counts_bytes_not_windows() {
-    let k = build("tests/cpu/dma_wait_bytes.pk", &[]);
-    let (x, xa) = ints_f32(&[1024, 128], |i| (i % 997) as f32);
-    for dma in [DmaMode::AtStart, DmaMode::AtWait] {
-        let opts = RunOptions {
-            dma,
-            ..RunOptions::default()
-        };
-        let y = k.run(vec![xa.clone()], &opts).expect("runs").remove(0);
-        for (i, v) in y.to_f32().iter().enumerate() {
-            assert_eq!(*v, x[i] + 1.0, "{dma:?} element {i}");
-        }
-    }
+    let x = ints_f32(&[1024, 128], |i| (i % 997) as f32);
+    under_both_dma_modes("tests/cpu/dma_wait_bytes.pk", x, |v| v + 1.0);
 }
 
 /// Parallel units on 1 and 2 threads give identical bits.
