@@ -1411,10 +1411,17 @@ scratch (send: dma_sem, recv: dma_sem)
     );
 }
 
+/// A kernel of the generated VMEM corpus: file, kernel, fixed `-p` values.
+type GeneratedKernel = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 /// The generated VMEM corpus: `(file, kernel, fixed -p values)` over the
 /// library's kernels that tune their blocks on one device, each taken on
 /// every target at every scoped limit of [`corpus_limits`].
-const VMEM_GENERATED: &[(&str, &str, &[(&str, &str)])] = &[
+const VMEM_GENERATED: &[GeneratedKernel] = &[
     ("matmul.pk", "matmul", &[("T", "bf16")]),
     ("matmul.pk", "matmul", &[("T", "f32")]),
     ("flash.pk", "flash_attention", &[]),
